@@ -1,0 +1,131 @@
+"""The `[tower][tensor]` layout shared by every all-reduce in this package.
+
+`tower_tensors[d][i]` is tensor `i` of tower `d`; `devices[d]` is tower `d`'s
+device string. At each index `i` the towers hold tensors of one dtype and one
+shape. This module validates that layout and cuts tensors into flat chunks.
+"""
+
+import tensorflow as tf
+
+from variable_mgr.allreduce import errors
+
+
+def check_towers(tower_tensors, devices):
+  """Validates and materialises a `[tower][tensor]` input.
+
+  Args:
+    tower_tensors: an iterable (towers) of iterables (tensors).
+    devices: an iterable of device strings, one per tower.
+
+  Returns:
+    `(towers, devices)` as a list of lists and a list.
+
+  Raises:
+    TowerTensorsError: there are no devices, a tower count other than
+      `len(devices)`, towers of different lengths, or tensors at one index
+      that differ in dtype or in shape.
+  """
+  towers = [list(row) for row in tower_tensors]
+  devices = list(devices)
+  if not devices:
+    raise errors.TowerTensorsError(
+        'all-reduce needs at least one device; got an empty device list')
+  if len(towers) != len(devices):
+    raise errors.TowerTensorsError(
+        'all-reduce got %d towers of tensors for %d devices %r; pass one '
+        'list of tensors per device' % (len(towers), len(devices), devices))
+  count = len(towers[0])
+  for d, row in enumerate(towers):
+    if len(row) != count:
+      raise errors.TowerTensorsError(
+          'tower %d has %d tensors but tower 0 has %d; every tower must '
+          'hold the same list of tensors' % (d, len(row), count))
+  for i, first in enumerate(towers[0]):
+    for d in range(1, len(towers)):
+      other = towers[d][i]
+      if other.dtype != first.dtype:
+        raise errors.TowerTensorsError(
+            'tensor %d is %s on tower 0 but %s on tower %d; dtypes must '
+            'agree across towers' % (i, first.dtype.name, other.dtype.name, d))
+      if not other.shape.is_compatible_with(first.shape):
+        raise errors.TowerTensorsError(
+            'tensor %d has shape %s on tower 0 but %s on tower %d; shapes '
+            'must agree across towers' % (i, first.shape, other.shape, d))
+  return towers, devices
+
+
+def num_elements(tensor):
+  """The static element count of `tensor`.
+
+  Raises:
+    StaticShapeError: the shape is not fully defined.
+  """
+  n = tensor.shape.num_elements()
+  if n is None:
+    raise errors.StaticShapeError(
+        'tensor %r has shape %s, which is not fully defined; chunking '
+        'all-reduce algorithms and packing need static shapes (use the '
+        '"copy" or "pscpu" algorithm, or set the shape)'
+        % (tensor.name, tensor.shape))
+  return n
+
+
+def num_bytes(tensor):
+  """The static size of `tensor` in bytes (see `num_elements`)."""
+  return num_elements(tensor) * tensor.dtype.size
+
+
+def split_sizes(total, parts):
+  """`parts` integers, as equal as possible, that sum to `total`.
+
+  The first `total % parts` sizes are one larger than the rest.
+  """
+  base, extra = divmod(total, parts)
+  return [base + 1 if p < extra else base for p in range(parts)]
+
+
+def flat_split(tensor, sizes):
+  """Flattens `tensor` and cuts it into pieces of the given sizes.
+
+  Builds ops on the current device. One size gives one flat tensor.
+  """
+  flat = tf.reshape(tensor, [-1])
+  if len(sizes) == 1:
+    return [flat]
+  return tf.split(flat, sizes)
+
+
+def flat_join(pieces, shape):
+  """Concatenates flat `pieces` and reshapes the result to `shape`.
+
+  Builds ops on the current device; the inverse of `flat_split`.
+  """
+  flat = pieces[0] if len(pieces) == 1 else tf.concat(pieces, 0)
+  return tf.reshape(flat, shape)
+
+
+def device_key(device):
+  """The canonical form of a device string, for comparing placements."""
+  return tf.compat.v1.DeviceSpec.from_string(device).to_string()
+
+
+def worker_of(device):
+  """The `(job, replica, task)` that `device` belongs to."""
+  spec = tf.compat.v1.DeviceSpec.from_string(device)
+  return spec.job, spec.replica, spec.task
+
+
+def worker_cpus(devices):
+  """CPU 0 of each distinct worker among `devices`, in order of appearance."""
+  cpus = []
+  seen = set()
+  for device in devices:
+    worker = worker_of(device)
+    if worker in seen:
+      continue
+    seen.add(worker)
+    spec = tf.compat.v1.DeviceSpec(
+        job=worker[0], replica=worker[1], task=worker[2],
+        device_type='CPU', device_index=0)
+    cpus.append(spec.to_string())
+  return cpus
