@@ -1,0 +1,38 @@
+"""Test setup: graph mode, quiet TensorFlow, and the `gpu` marker.
+
+Tests (never the library) switch TensorFlow 2 to graph mode.
+"""
+
+import os
+
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+import pytest  # pylint: disable=g-import-not-at-top
+import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+tf.compat.v1.disable_eager_execution()
+
+
+def pytest_configure(config):
+  config.addinivalue_line(
+      'markers', 'gpu: needs two or more GPUs; skipped elsewhere, with why.')
+
+
+def visible_gpus():
+  return tf.config.experimental.list_physical_devices('GPU')
+
+
+@pytest.fixture(params=['resource', 'ref'])
+def variable_kind(request):
+  """Runs a test with resource variables (TF 2's default) and with ref
+  variables (TF 1.15's default), restoring the default afterwards."""
+  resource_default = tf.compat.v1.resource_variables_enabled()
+  if request.param == 'ref':
+    tf.compat.v1.disable_resource_variables()
+  else:
+    tf.compat.v1.enable_resource_variables()
+  yield request.param
+  if resource_default:
+    tf.compat.v1.enable_resource_variables()
+  else:
+    tf.compat.v1.disable_resource_variables()

@@ -1,0 +1,120 @@
+"""A harness written as tf_cnn_benchmarks' 2017 harness drives a manager.
+
+It follows REFERENCE order exactly, with `import variable_mgr` and one-shot
+`zip(...)` iterators for each tower's (grad, var) pairs, as that harness does
+on Python 3. The model is a two-layer network, small enough for a NumPy
+reference: h = tanh(x W1 + b1), y' = h W2 + b2, loss = 0.5 mean |y' - y|^2.
+Its W1 gradient reads W2, so an update of W2 that races the backward pass
+shows up in the numbers.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+import variable_mgr
+
+tf1 = tf.compat.v1
+
+IN, HIDDEN, OUT = 5, 4, 3
+LEARNING_RATE = 0.1
+VARIABLES = ('w1', 'b1', 'w2', 'b2')
+
+
+def model(x, y, dtype=tf.float32):
+  init = tf1.random_normal_initializer(stddev=0.5)
+  w1 = tf1.get_variable('layer1/w1', [IN, HIDDEN], dtype, init)
+  b1 = tf1.get_variable('layer1/b1', [HIDDEN], dtype, init)
+  w2 = tf1.get_variable('layer2/w2', [HIDDEN, OUT], dtype, init)
+  b2 = tf1.get_variable('layer2/b2', [OUT], dtype, init)
+  h = tf.tanh(tf.matmul(x, w1) + b1)
+  pred = tf.matmul(h, w2) + b2
+  return 0.5 * tf.reduce_mean(tf.reduce_sum(tf.square(pred - y), axis=1))
+
+
+def numpy_gradients(params, x, y):
+  """Gradients of `model`'s loss, by hand."""
+  w1, b1, w2, b2 = (params[k] for k in VARIABLES)
+  h = np.tanh(x.dot(w1) + b1)
+  pred = h.dot(w2) + b2
+  d_pred = (pred - y) / x.shape[0]
+  d_h = d_pred.dot(w2.T) * (1 - h * h)
+  return {'w1': x.T.dot(d_h), 'b1': d_h.sum(0),
+          'w2': h.T.dot(d_pred), 'b2': d_pred.sum(0)}
+
+
+class Run(object):
+  """A built graph: `step(feeds)` trains one step; `values(tower)` reads."""
+
+  def __init__(self, variable_update, num_towers, staged_vars=False,
+               local_parameter_device='cpu', reduction=None, dtype=tf.float32,
+               batch=6):
+    self.graph = tf.Graph()
+    self.num_towers = num_towers
+    with self.graph.as_default():
+      bench = variable_mgr.LocalBenchmarkCnn(
+          num_towers, local_parameter_device=local_parameter_device)
+      self.mgr = mgr = variable_mgr.create(
+          variable_update, bench, staged_vars=staged_vars,
+          reduction=reduction)
+      bench.devices = mgr.get_devices()
+      self.inputs = []
+      device_grads = []
+      losses = []
+      update_ops = []
+      for d in range(num_towers):
+        with mgr.create_outer_variable_scope(d), tf.name_scope('tower_%i' % d):
+          with tf1.device(bench.devices[d]):
+            x = tf1.placeholder(dtype, [batch, IN])
+            y = tf1.placeholder(dtype, [batch, OUT])
+            self.inputs.append((x, y))
+            loss = model(x, y, dtype)
+            losses.append(loss)
+            params = mgr.trainable_variables_on_device(d)
+            grads = tf.gradients(loss, params)
+            param_refs = mgr.trainable_variables_on_device(d, writable=True)
+            device_grads.append(zip(grads, param_refs))
+            if mgr.retain_tower_updates(d):
+              update_ops.extend(tf1.get_collection(tf1.GraphKeys.UPDATE_OPS))
+              update_ops.extend(mgr.staging_delta_ops)
+      self.put_ops = []
+      if mgr.supports_staged_vars():
+        for staging_ops in mgr.staging_vars_on_devices:
+          self.put_ops.extend(put for put, _ in staging_ops.values())
+      apply_devices, state = mgr.preprocess_device_grads(device_grads)
+      opt = tf1.train.GradientDescentOptimizer(LEARNING_RATE)
+      training_ops = []
+      for i, dev in enumerate(apply_devices):
+        with tf1.device(dev):
+          grads = mgr.get_gradients_to_apply(i, state)
+          mgr.append_apply_gradients_ops(state, opt, grads, training_ops)
+      self.train_op = tf.group(*(training_ops + update_ops))
+      self.losses = losses
+      init = [tf1.global_variables_initializer(),
+              tf1.local_variables_initializer()]
+      post_init = mgr.get_post_init_ops()
+      self.graph.finalize()
+    self.sess = tf1.Session(graph=self.graph, config=bench.session_config())
+    self.sess.run(init)
+    self.sess.run(post_init)
+    if self.put_ops:
+      self.sess.run(self.put_ops)
+
+  def step(self, batches):
+    feeds = {}
+    for (x, y), (bx, by) in zip(self.inputs, batches):
+      feeds[x] = bx
+      feeds[y] = by
+    self.sess.run([self.train_op] + self.put_ops, feeds)
+
+  def values(self, tower=0):
+    """{'w1': ..., ...} of tower `tower`'s copy (the shared one for PS)."""
+    prefix = 'v%d/' % tower if self.mgr.each_tower_has_variables() else 'v/'
+    with self.graph.as_default():
+      tower_vars = [v for v in tf1.global_variables() + tf1.local_variables()
+                    if v.name.startswith(prefix)]
+    by_short = dict((v.op.name.split('/')[-1], v) for v in tower_vars)
+    values = self.sess.run([by_short[k] for k in VARIABLES])
+    return dict(zip(VARIABLES, values))
+
+  def close(self):
+    self.sess.close()

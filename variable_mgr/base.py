@@ -1,0 +1,338 @@
+"""The VariableMgr abstract base: public methods validate, hooks do the work.
+
+A harness drives a manager in the order of tf_cnn_benchmarks (see README):
+
+    mgr = variable_mgr.create('replicated', host)
+    host.devices = mgr.get_devices()
+    for d in range(num_towers):
+      with mgr.create_outer_variable_scope(d), tf.name_scope('tower_%i' % d):
+        with tf.device(host.devices[d]):
+          loss = model()
+          params = mgr.trainable_variables_on_device(d)
+          grads = tf.gradients(loss, params)
+          refs = mgr.trainable_variables_on_device(d, writable=True)
+          device_grads.append(zip(grads, refs))
+    apply_devices, state = mgr.preprocess_device_grads(device_grads)
+    for i, dev in enumerate(apply_devices):
+      with tf.device(dev):
+        grads = mgr.get_gradients_to_apply(i, state)
+        mgr.append_apply_gradients_ops(state, opt, grads, training_ops)
+    ... init; restore; run mgr.get_post_init_ops(); train ...
+
+Every variable update the manager builds runs after all of the step's
+gradients (and staged reads) are computed. With ref variables (TF 1.15's
+default), whose reads alias the variable's buffer, an update that is not
+ordered so can change a value that the backward pass is still reading.
+"""
+
+import abc
+import re
+
+from variable_mgr import errors
+from variable_mgr import interface
+from variable_mgr.compat import tf
+
+REDUCTIONS = ('mean', 'sum')
+
+# `v/` (shared variables) or `v<d>/` (tower d's copy).
+_TOWER_SCOPE = re.compile(r'^v(\d*)/')
+
+
+def strip_port(name):
+  """'v0/w:0' -> 'v0/w'."""
+  return name[:-2] if name.endswith(':0') else name
+
+
+def tower_scope_of(name):
+  """('v0', 0) for 'v0/w', ('v', None) for 'v/w', (None, None) otherwise."""
+  match = _TOWER_SCOPE.match(name)
+  if not match:
+    return None, None
+  index = match.group(1)
+  return 'v' + index, (int(index) if index else None)
+
+
+def canonical_name(name):
+  """A variable's name without the manager's scope: 'v0/conv/w:0' -> 'conv/w'."""
+  name = strip_port(name)
+  scope, _ = tower_scope_of(name)
+  return name[len(scope) + 1:] if scope else name
+
+
+def _device_key(device):
+  """Canonical form of a device string, to find duplicates."""
+  return tf.DeviceSpec.from_string(device).to_string().lower()
+
+
+class GradientState(object):
+  """What `preprocess_device_grads` hands to the later protocol calls.
+
+  Attributes:
+    apply_devices: the devices the harness applies gradients on.
+    tower_grads: `[tower][(grad, var)]` as the towers gave them.
+    payload: the strategy's own result (reduced gradients, ...).
+    gate: an op that completes after every gradient of the step (and any
+      staged read) is computed; every update runs after it.
+  """
+
+  def __init__(self, apply_devices, tower_grads, payload, gate):
+    self.apply_devices = list(apply_devices)
+    self.tower_grads = tower_grads
+    self.payload = payload
+    self.gate = gate
+
+
+def _gradient_ops(grads):
+  """The ops producing `grads` (tensors or IndexedSlices; None skipped)."""
+  result = []
+  for g in grads:
+    if g is None:
+      continue
+    if isinstance(g, tf.IndexedSlices):
+      result.extend([g.values.op, g.indices.op])
+    else:
+      result.append(g.op)
+  return result
+
+
+class VariableMgr(abc.ABC):
+  """Decides where a harness's variables live and how gradients combine.
+
+  Args:
+    benchmark_cnn: the host object (see `variable_mgr.interface`).
+    reduction: 'mean' or 'sum' over towers; None for the strategy's default
+      (`default_reduction`).
+
+  Raises:
+    InterfaceError: the host lacks an attribute the strategy reads.
+    TowerCountError: no towers, or `num_gpus` disagrees with `raw_devices`.
+    DuplicateDeviceError: two towers on the same device.
+    InvalidOptionError: `reduction` is not 'mean' or 'sum'.
+  """
+
+  default_reduction = 'mean'
+  required_attributes = interface.LOCAL_ATTRIBUTES
+
+  def __init__(self, benchmark_cnn, reduction=None):
+    interface.check_interface(benchmark_cnn, self.required_attributes)
+    self.benchmark_cnn = benchmark_cnn
+    self.staging_delta_ops = []
+    if reduction is None:
+      reduction = self.default_reduction
+    if reduction not in REDUCTIONS:
+      raise errors.InvalidOptionError(
+          'reduction=%r: tower gradients are combined by %s; pass one of '
+          'these, or None for the strategy\'s default (%r).' %
+          (reduction, ' or '.join(repr(r) for r in REDUCTIONS),
+           self.default_reduction))
+    self.reduction = reduction
+    self._check_towers(list(benchmark_cnn.raw_devices), benchmark_cnn.num_gpus)
+    self._check_config()
+
+  @staticmethod
+  def _check_towers(raw_devices, num_gpus):
+    if not raw_devices:
+      raise errors.TowerCountError(
+          'raw_devices is empty: a job needs at least one tower device, '
+          'e.g. [\'/cpu:0\'] or [\'/gpu:0\', \'/gpu:1\'].')
+    if num_gpus != len(raw_devices):
+      raise errors.TowerCountError(
+          'num_gpus=%r but raw_devices has %d entries (%s): they must agree, '
+          'one device a tower.' % (num_gpus, len(raw_devices),
+                                   ', '.join(raw_devices)))
+    seen = {}
+    for i, device in enumerate(raw_devices):
+      key = _device_key(device)
+      if key in seen:
+        raise errors.DuplicateDeviceError(
+            'towers %d and %d are both on %r: every tower needs a device of '
+            'its own (for several towers on one CPU, give the session '
+            'ConfigProto(device_count={\'CPU\': n}) and use /cpu:0../cpu:n-1).'
+            % (seen[key], i, device))
+      seen[key] = i
+
+  def _check_config(self):
+    """Hook: refuse a bad configuration before any graph is built."""
+
+  @property
+  def use_mean(self):
+    return self.reduction == 'mean'
+
+  @property
+  def num_towers(self):
+    return len(self.benchmark_cnn.raw_devices)
+
+  # -- Abstract hooks ---------------------------------------------------------
+
+  @abc.abstractmethod
+  def each_tower_has_variables(self):
+    """True if every tower has a copy of its own of the variables."""
+
+  @abc.abstractmethod
+  def create_outer_variable_scope(self, device_num):
+    """The tf.variable_scope around tower `device_num`'s model."""
+
+  @abc.abstractmethod
+  def get_devices(self):
+    """One device (string or device function) a tower, for the harness."""
+
+  @abc.abstractmethod
+  def _preprocess(self, tower_grads):
+    """Returns (apply_devices, payload) for validated `[tower][(g, v)]`."""
+
+  @abc.abstractmethod
+  def _gradients_to_apply(self, device_num, state):
+    """The `[(grad, var)]` to apply on apply device `device_num`."""
+
+  # -- The protocol -----------------------------------------------------------
+
+  def supports_staged_vars(self):
+    """Whether variables are read through StagingAreas."""
+    return False
+
+  def retain_tower_updates(self, device_num):
+    """True for the one tower whose UPDATE_OPS (batch-norm statistics) the
+    harness keeps: tower 0, whose variables are saved and evaluated."""
+    return device_num == 0
+
+  def trainable_variables_on_device(self, device_num, writable=False):
+    """Tower `device_num`'s trainable variables (what to differentiate)."""
+    del writable  # Reads and writes go to the same variables here.
+    self._check_tower_index(device_num)
+    prefix = ('v%d/' % device_num if self.each_tower_has_variables()
+              else 'v/')
+    return [v for v in tf.trainable_variables() if v.name.startswith(prefix)]
+
+  def preprocess_device_grads(self, device_grads):
+    """Validates the towers' gradients and starts combining them.
+
+    Args:
+      device_grads: `[tower][(grad, var)]`; any iterables (a Python 3
+        `zip` per tower is fine), read once.
+
+    Returns:
+      `(apply_devices, state)`: the harness calls `get_gradients_to_apply(i,
+      state)` and `append_apply_gradients_ops` under `tf.device` of each.
+
+    Raises:
+      GradientListError: the wrong number of towers, or towers that differ
+        in length, variable order, or in which gradients are None.
+      GradientShapeError: a gradient whose shape is not its variable's.
+    """
+    towers = [list(grads) for grads in device_grads]
+    self._check_gradients(towers)
+    all_grads = [g for tower in towers for g, _ in tower]
+    gate = tf.group(*(_gradient_ops(all_grads) + self._update_dependencies()),
+                    name='all_gradients_ready')
+    apply_devices, payload = self._preprocess(towers)
+    return apply_devices, GradientState(apply_devices, towers, payload, gate)
+
+  def get_gradients_to_apply(self, device_num, gradient_state):
+    """The `[(grad, var)]` to apply on `apply_devices[device_num]`."""
+    if not 0 <= device_num < len(gradient_state.apply_devices):
+      raise errors.ProtocolError(
+          'device_num=%r: preprocess_device_grads returned %d apply devices; '
+          'pass an index below that.' %
+          (device_num, len(gradient_state.apply_devices)))
+    return self._gradients_to_apply(device_num, gradient_state)
+
+  def append_apply_gradients_ops(self, gradient_state, opt, grads,
+                                 training_ops):
+    """Appends to `training_ops` the ops that apply `grads` with `opt`.
+
+    The updates run only after every gradient of the step is computed.
+    """
+    grads = [(g, v) for g, v in grads if g is not None]
+    with tf.control_dependencies([gradient_state.gate]):
+      self._append_apply(gradient_state, opt, grads, training_ops)
+
+  def _append_apply(self, gradient_state, opt, grads, training_ops):
+    """Hook: the update ops; runs under the step's gradient gate."""
+    del gradient_state
+    if grads:
+      training_ops.append(opt.apply_gradients(grads))
+
+  def _update_dependencies(self):
+    """Hook: ops besides the gradients that every update must follow."""
+    return []
+
+  def get_post_init_ops(self):
+    """Ops to run once after variables are initialised or restored."""
+    return []
+
+  def get_variables_to_save(self):
+    """`{canonical_name: variable}` for a Saver: one copy of each variable,
+    named without tower or PS prefixes, so that a checkpoint written under
+    one strategy restores under any other."""
+    result = {}
+    for var in self._savable_candidates():
+      name = self._canonical_name(strip_port(var.op.name))
+      if name is not None:
+        result.setdefault(name, var)
+    return result
+
+  def _savable_candidates(self):
+    """Hook: variables that may be saved, preferred ones first."""
+    return tf.global_variables()
+
+  def _canonical_name(self, name):
+    """Hook: the saved name of `name`, or None to leave it out (the copies of
+    towers other than 0)."""
+    scope, index = tower_scope_of(name)
+    if scope is not None and index not in (None, 0):
+      return None
+    return canonical_name(name)
+
+  # -- Validation -------------------------------------------------------------
+
+  def _check_tower_index(self, device_num):
+    if not 0 <= device_num < self.num_towers:
+      raise errors.ProtocolError(
+          'device_num=%r: this manager has %d towers (0..%d).' %
+          (device_num, self.num_towers, self.num_towers - 1))
+
+  def _same_variable(self, tower_var, first_var):
+    """Whether two towers' entries name the same model variable."""
+    if self.each_tower_has_variables():
+      return (canonical_name(tower_var.op.name) ==
+              canonical_name(first_var.op.name))
+    return tower_var is first_var
+
+  def _check_gradients(self, towers):
+    if len(towers) != self.num_towers:
+      raise errors.GradientListError(
+          'got gradients of %d towers for %d tower devices: pass one '
+          '[(grad, var)] list a tower, in device order.' %
+          (len(towers), self.num_towers))
+    first = towers[0]
+    for t, tower in enumerate(towers):
+      if len(tower) != len(first):
+        raise errors.GradientListError(
+            'tower %d has %d (grad, var) pairs but tower 0 has %d: every '
+            'tower must list the same variables.' % (t, len(tower), len(first)))
+      for i, ((g, v), (g0, v0)) in enumerate(zip(tower, first)):
+        if not self._same_variable(v, v0):
+          raise errors.GradientListError(
+              'pair %d of tower %d is for %s but tower 0 has %s there: list '
+              'the variables in the same order on every tower.' %
+              (i, t, v.op.name, v0.op.name))
+        if (g is None) != (g0 is None):
+          raise errors.GradientListError(
+              'the gradient of %s is None on tower %d but not on tower %d: '
+              'towers must build the same model.' %
+              (v.op.name, t if g is None else 0, 0 if g is None else t))
+        if g is not None:
+          self._check_shape(g, v)
+
+  @staticmethod
+  def _check_shape(grad, var):
+    if isinstance(grad, tf.IndexedSlices):
+      shape = grad.values.shape[1:]
+      expected = var.shape[1:]
+    else:
+      shape, expected = grad.shape, var.shape
+    if not shape.is_compatible_with(expected):
+      raise errors.GradientShapeError(
+          'the gradient of %s has shape %s but the variable has shape %s: '
+          'pair each gradient with its own variable.' %
+          (var.op.name, shape, var.shape))

@@ -1,0 +1,74 @@
+"""The one place that knows TensorFlow 1.15 from TensorFlow 2.x.
+
+Everything else in the package imports `tf` from here and reaches private
+TensorFlow modules only through the helpers below. Nothing here changes global
+TensorFlow state.
+"""
+
+import tensorflow as _tf
+from tensorflow.python.framework import ops as _ops
+from tensorflow.python.ops import data_flow_ops as _data_flow_ops
+
+# The TF1 API under both generations: TF 1.15 has tf.compat.v1 as well.
+tf = _tf.compat.v1
+
+IndexedSlices = _tf.IndexedSlices
+
+# The op types that create a variable (ref and resource).
+VARIABLE_OP_TYPES = frozenset(
+    ['Variable', 'VariableV2', 'AutoReloadVariable', 'VarHandleOp'])
+
+
+def register_tensor_conversion_function(cls, fn):
+  """Registers `fn` to convert `cls` objects to tensors (moved in TF 2)."""
+  register = getattr(_tf, 'register_tensor_conversion_function', None)
+  if register is None:  # pragma: no cover - TF 1.15 before the public alias.
+    register = _ops.register_tensor_conversion_function
+  register(cls, fn)
+
+
+def staging_area(dtype, shape):
+  """A single-tensor StagingArea (unmaintained upstream; kept working here)."""
+  return _data_flow_ops.StagingArea([dtype], shapes=[shape])
+
+
+def staging_get(area):
+  """The one tensor of a single-tensor StagingArea.get().
+
+  TF 1.15 returns the tensor itself; later releases return a one-item list.
+  """
+  value = area.get()
+  if isinstance(value, (list, tuple)):
+    (value,) = value
+  return value
+
+
+def is_resource_variable(var):
+  """True for resource variables (TF 2's default), False for ref variables."""
+  return getattr(var, 'op', None) is not None and var.op.type == 'VarHandleOp'
+
+
+def snapshot(var):
+  """A copy of `var`'s current value that later updates cannot change.
+
+  A ref variable's read aliases the variable's buffer, so a value held past
+  the variable's next in-place update (in a StagingArea, say) would change
+  with it: DeepCopy makes a real copy that graph rewriting does not remove.
+  A resource variable's read is already a snapshot.
+  """
+  if is_resource_variable(var):
+    return var.read_value()
+  return _tf.raw_ops.DeepCopy(x=tf.convert_to_tensor(var))
+
+
+def nccl_all_sum(tensors):
+  """NCCL all-reduce (sum) of one tensor per GPU; outputs on the same GPUs."""
+  from tensorflow.python.ops import nccl_ops  # pylint: disable=g-import-not-at-top
+  return nccl_ops.all_sum(tensors)
+
+
+def to_ref_or_handle(var):
+  """What `tf.colocate_with` and `as_ref` conversions expect of `var`."""
+  if is_resource_variable(var):
+    return var.handle
+  return var._ref()  # pylint: disable=protected-access

@@ -1,0 +1,55 @@
+"""Errors raised by variable_mgr, one class per failure condition.
+
+Every error is raised before any graph is built and its message names the
+offending value, the rule it breaks and how to fix it. All derive from
+`VariableMgrError`, itself a `ValueError`, so callers may catch either.
+"""
+
+
+class VariableMgrError(ValueError):
+  """Base class of every configuration or input error of this package."""
+
+
+class UnknownStrategyError(VariableMgrError):
+  """The --variable_update name is not a registered strategy."""
+
+
+class InvalidOptionError(VariableMgrError):
+  """An option has a value outside its domain (e.g. reduction='max')."""
+
+
+class IncompatibleOptionsError(VariableMgrError):
+  """Two options cannot be combined (e.g. staged_vars with replicated)."""
+
+
+class TowerCountError(VariableMgrError):
+  """There are no towers, or the tower count disagrees with the devices."""
+
+
+class DuplicateDeviceError(VariableMgrError):
+  """The same device appears twice among the tower devices."""
+
+
+class NcclDeviceError(VariableMgrError):
+  """NCCL all-reduce was requested for towers that are not GPUs."""
+
+
+class MissingClusterError(VariableMgrError):
+  """A distributed strategy was requested without a cluster."""
+
+
+class InterfaceError(VariableMgrError):
+  """The BenchmarkCnn-like object lacks an attribute or has a bad value."""
+
+
+class GradientListError(VariableMgrError):
+  """Tower gradient lists differ in length or in variable order."""
+
+
+class GradientShapeError(VariableMgrError):
+  """A gradient's shape does not match the shape of its variable."""
+
+
+class ProtocolError(VariableMgrError):
+  """A method of the harness protocol was called out of order or with a
+  device index outside the range the manager returned."""

@@ -1,0 +1,169 @@
+"""Variables read through StagingAreas, so that copies overlap compute.
+
+`StagedVariableGetter` (a custom getter) gives each tower, for each variable,
+a StagingArea on the tower's device: the tower reads the area (`get`) while
+the step also fills it (`put`) with the variable's current value for the next
+step. The harness runs every `put` once before the first step.
+
+Semantics: every put of a step is ordered before the step's updates, so a
+step computes its gradients at the weights of the step before (one-step-stale
+SGD): `w[t+1] = w[t] - lr * grad(w[t-1])`, with `w[-1] = w[0]`. A put stores a
+snapshot, never an alias of a ref variable's buffer, so this holds for ref
+and resource variables alike.
+
+Non-trainable variables (batch-norm statistics) are wrapped in a
+`StagedModelVariable`: reads come from the staging area, `assign_sub` goes
+through a second area whose put the harness runs with the tower's updates
+(`VariableMgr.staging_delta_ops`).
+"""
+
+from variable_mgr import compat
+from variable_mgr.compat import tf
+
+
+class StagedModelVariable(object):
+  """A variable whose reads come from a StagingArea.
+
+  Args:
+    real_var: the underlying variable (ref or resource).
+    var_stage_get: the tensor read from the staging area.
+    variable_mgr: the manager collecting `staging_delta_ops`.
+  """
+
+  def __init__(self, real_var, var_stage_get, variable_mgr):
+    self.real_var = real_var
+    self.var_stage_get = var_stage_get
+    self.variable_mgr = variable_mgr
+
+  def _value(self):
+    """The staged read of this variable."""
+    return self.var_stage_get
+
+  def _ref(self):
+    """What colocation needs: the ref of a ref variable, or the handle of a
+    resource variable (which has no `_ref`)."""
+    return compat.to_ref_or_handle(self.real_var)
+
+  def value(self):
+    return self._value()
+
+  def read_value(self):
+    return self._value()
+
+  @property
+  def dtype(self):
+    """The non-reference dtype."""
+    return self.var_stage_get.dtype
+
+  @property
+  def shape(self):
+    return self.var_stage_get.shape
+
+  def get_shape(self):
+    return self.shape
+
+  @property
+  def name(self):
+    return self.real_var.name
+
+  @property
+  def op(self):
+    return self.real_var.op
+
+  @property
+  def device(self):
+    return self.real_var.device
+
+  def assign_sub(self, delta, name=None, read_value=True):
+    """Subtracts `delta` from the variable, through a staging area.
+
+    Args:
+      delta: a tensor of the variable's shape.
+      name, read_value: accepted for Variable compatibility; unused (a
+        StagingArea names its ops itself).
+
+    Returns:
+      The update op of the real variable.
+    """
+    del name, read_value
+    with tf.colocate_with(None, ignore_existing=True):
+      with tf.device(self.var_stage_get.device):
+        area = compat.staging_area(self.var_stage_get.dtype,
+                                   self.var_stage_get.shape)
+        self.variable_mgr.staging_delta_ops.append(area.put([delta]))
+        delta_get = compat.staging_get(area)
+    return self.real_var.assign_sub(delta_get)
+
+  @staticmethod
+  def _TensorConversionFunction(self, dtype=None, name=None, as_ref=False):  # pylint: disable=bad-staticmethod-argument,invalid-name
+    """Converts a StagedModelVariable to a tensor: its staged read."""
+    del dtype, name
+    return self._ref() if as_ref else self._value()
+
+
+compat.register_tensor_conversion_function(
+    StagedModelVariable, StagedModelVariable._TensorConversionFunction)  # pylint: disable=protected-access
+
+
+class StagedVariableGetter(object):
+  """Custom getter that reads each variable through a per-tower StagingArea.
+
+  Args:
+    device_num: the tower this getter builds.
+    devices: the tower devices (strings).
+    cpu_device: if set, the variable is first copied once to this device and
+      staged from there (distributed: one copy from the PS per worker).
+    variable_mgr: the manager; owns `staging_vars_on_devices` (one dict a
+      tower: variable name -> (put_op, get_op)) and `staged_vars_on_cpu`.
+  """
+
+  def __init__(self, device_num, devices, cpu_device, variable_mgr):
+    self.device_num = device_num
+    self.devices = devices
+    self.cpu_device = cpu_device
+    self.variable_mgr = variable_mgr
+
+  def __call__(self, getter, name, *args, **kwargs):
+    staging_ops = self.variable_mgr.staging_vars_on_devices[self.device_num]
+    if name in staging_ops:
+      return staging_ops[name][1]
+    real_var = getter(name, *args, **kwargs)
+    trainable = kwargs.get('trainable')
+    if trainable is None:  # tf.get_variable's default.
+      trainable = True
+    if self.cpu_device:
+      cache = self.variable_mgr.staged_vars_on_cpu
+      if name not in cache:
+        with tf.device(self.cpu_device):
+          cache[name] = compat.snapshot(real_var)
+      var_to_stage = cache[name]
+    else:
+      with tf.device(self.devices[self.device_num]):
+        var_to_stage = compat.snapshot(real_var)
+    with tf.device(self.devices[self.device_num]):
+      area = compat.staging_area(real_var.dtype.base_dtype, real_var.shape)
+      put_op = area.put([var_to_stage])
+      get_op = compat.staging_get(area)
+    staging_ops[name] = (put_op, get_op)
+    if trainable:
+      # Trainable variables are updated through apply_gradients on the real
+      # variable; the tower only reads.
+      return get_op
+    return StagedModelVariable(real_var, get_op, self.variable_mgr)
+
+
+def staged_trainable_variables(variable_mgr, device_num, writable, prefix):
+  """Tower `device_num`'s trainable variables under `prefix`: the real
+  variables if `writable`, else their staged reads on that tower."""
+  params = [v for v in tf.trainable_variables() if v.name.startswith(prefix)]
+  if writable:
+    return params
+  staged = variable_mgr.staging_vars_on_devices[device_num]
+  return [staged[v.op.name][1] for v in params]
+
+
+def all_put_ops(variable_mgr):
+  """Every tower's put ops: the harness warms up with these, and the
+  manager orders each step's updates after them."""
+  return [put for tower in variable_mgr.staging_vars_on_devices
+          for put, _ in tower.values()]

@@ -1,0 +1,1 @@
+"""One module a strategy; `variable_mgr.registry` maps names to them."""

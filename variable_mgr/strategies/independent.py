@@ -1,0 +1,44 @@
+"""--variable_update=independent: towers that never exchange gradients."""
+
+from variable_mgr import base
+from variable_mgr import errors
+from variable_mgr.compat import tf
+from variable_mgr.strategies import _replicas
+
+
+class VariableMgrIndependent(base.VariableMgr):
+  """Each tower has its own variables, under `v<d>/`, and applies its own
+  gradients: a baseline with no data moved between devices.
+
+  Towers start from tower 0's initial values (the post-init ops copy them),
+  then diverge as each trains on its own data. Checkpoints hold tower 0.
+
+  Raises:
+    InvalidOptionError: a `reduction` is given (nothing is reduced here).
+  """
+
+  def __init__(self, benchmark_cnn, reduction=None):
+    if reduction is not None:
+      raise errors.InvalidOptionError(
+          'reduction=%r with independent: independent towers never combine '
+          'gradients; leave reduction unset or pick parameter_server or '
+          'replicated.' % (reduction,))
+    super(VariableMgrIndependent, self).__init__(benchmark_cnn)
+
+  def each_tower_has_variables(self):
+    return True
+
+  def create_outer_variable_scope(self, device_num):
+    return tf.variable_scope('v%s' % device_num)
+
+  def get_devices(self):
+    return self.benchmark_cnn.raw_devices
+
+  def _preprocess(self, tower_grads):
+    return self.benchmark_cnn.raw_devices, None
+
+  def _gradients_to_apply(self, device_num, state):
+    return _replicas.per_tower_gradients(state.tower_grads, device_num)
+
+  def get_post_init_ops(self):
+    return _replicas.copy_from_tower_zero_ops(tf.global_variables())

@@ -1,0 +1,150 @@
+"""--variable_update=parameter_server: one shared set of variables under
+`v/`, on a parameter device (local) or on the PS tasks of a cluster; the
+towers' gradients are averaged (the seed's default; `reduction='sum'` adds
+them) and applied once. `staged_vars` reads them through StagingAreas."""
+
+from variable_mgr import aggregation
+from variable_mgr import base
+from variable_mgr import errors
+from variable_mgr import interface
+from variable_mgr import placement
+from variable_mgr import staging
+from variable_mgr.compat import tf
+
+# Variables of fewer elements are cached on the worker CPU.
+SMALL_VARIABLE_THRESHOLD = 64 * 1024
+
+
+class _SharedVariablesMgr(base.VariableMgr):
+  """What every parameter-server variant shares: one set of variables."""
+
+  def each_tower_has_variables(self):
+    return False
+
+  def _scope(self, device_num, custom_getter=None):
+    return tf.variable_scope('v', reuse=bool(device_num),
+                             custom_getter=custom_getter)
+
+  def _preprocess(self, tower_grads):
+    return [self.benchmark_cnn.param_server_device], None
+
+
+class _StagedMixin(object):
+  """Staged reads for a parameter-server manager (see variable_mgr.staging).
+
+  Every step's updates run after every tower's puts (one-step-stale SGD).
+  """
+
+  _staging_cpu_device = None
+
+  def _init_staging(self):
+    # staging_vars_on_devices[device_num][var_name] == (put_op, get_op)
+    self.staging_vars_on_devices = [dict() for _ in
+                                    self.benchmark_cnn.raw_devices]
+    self.staged_vars_on_cpu = {}
+
+  def supports_staged_vars(self):
+    return True
+
+  def create_outer_variable_scope(self, device_num):
+    getter = staging.StagedVariableGetter(
+        device_num, self.benchmark_cnn.raw_devices, self._staging_cpu_device,
+        self)
+    return self._scope(device_num, getter)
+
+  def trainable_variables_on_device(self, device_num, writable=False):
+    self._check_tower_index(device_num)
+    return staging.staged_trainable_variables(self, device_num, writable, 'v/')
+
+  def _update_dependencies(self):
+    return staging.all_put_ops(self)
+
+
+class VariableMgrLocalFetchFromPS(_SharedVariablesMgr):
+  """Variables on `param_server_device` (local_parameter_device 'cpu') or
+  spread over the tower devices by size ('gpu'); gradients reduced on each
+  variable's device."""
+
+  def create_outer_variable_scope(self, device_num):
+    return self._scope(device_num)
+
+  def _gradients_to_apply(self, device_num, state):
+    return aggregation.aggregate_gradients_using_copy_with_variable_colocation(
+        state.tower_grads, self.use_mean)
+
+  def get_devices(self):
+    raw_devices = self.benchmark_cnn.raw_devices
+    if self.benchmark_cnn.local_parameter_device_flag == 'gpu':
+      return [placement.ParamServerDeviceSetter(d, raw_devices)
+              for d in raw_devices]
+    return [tf.train.replica_device_setter(
+        worker_device=d, ps_device=self.benchmark_cnn.param_server_device,
+        ps_tasks=1) for d in raw_devices]
+
+
+class VariableMgrLocalFetchFromStagedPS(_StagedMixin,
+                                        VariableMgrLocalFetchFromPS):
+  """Local parameter server read through staging areas on each tower."""
+
+  def __init__(self, benchmark_cnn, reduction=None):
+    super(VariableMgrLocalFetchFromStagedPS, self).__init__(
+        benchmark_cnn, reduction)
+    self._init_staging()
+
+
+class VariableMgrDistributedFetchFromPS(_SharedVariablesMgr):
+  """Variables on the PS tasks of `benchmark_cnn.cluster`, balanced by bytes;
+  each worker caches large variables on its devices and small ones on its CPU.
+
+  Raises:
+    MissingClusterError: the host has no cluster or no PS hosts.
+  """
+
+  required_attributes = interface.DISTRIBUTED_ATTRIBUTES
+
+  def _check_config(self):
+    check_cluster(self.benchmark_cnn, 'parameter_server')
+
+  def create_outer_variable_scope(self, device_num):
+    if self.benchmark_cnn.local_parameter_device_flag == 'gpu':
+      caching_devices = self.benchmark_cnn.raw_devices
+    else:
+      caching_devices = [self.benchmark_cnn.cpu_device]
+    getter = placement.OverrideCachingDevice(
+        caching_devices, self.benchmark_cnn.cpu_device,
+        SMALL_VARIABLE_THRESHOLD)
+    return self._scope(device_num, getter)
+
+  def _gradients_to_apply(self, device_num, state):
+    return aggregation.aggregate_gradients_using_copy(
+        state.tower_grads, self.use_mean)
+
+  def get_devices(self):
+    ps_strategy = placement.GreedyLoadBalancingStrategy(
+        len(self.benchmark_cnn.ps_hosts), placement.byte_size_load_fn)
+    return [tf.train.replica_device_setter(
+        worker_device=d, cluster=self.benchmark_cnn.cluster,
+        ps_strategy=ps_strategy) for d in self.benchmark_cnn.raw_devices]
+
+
+class VariableMgrDistributedFetchFromStagedPS(
+    _StagedMixin, VariableMgrDistributedFetchFromPS):
+  """Distributed parameter server read through staging areas, each variable
+  copied once a step from the PS to the worker CPU."""
+
+  def __init__(self, benchmark_cnn, reduction=None):
+    super(VariableMgrDistributedFetchFromStagedPS, self).__init__(
+        benchmark_cnn, reduction)
+    self._staging_cpu_device = benchmark_cnn.cpu_device
+    self._init_staging()
+
+
+def check_cluster(benchmark_cnn, variable_update):
+  """Raises MissingClusterError unless the host describes a cluster with at
+  least one PS task."""
+  if benchmark_cnn.cluster is None or not list(benchmark_cnn.ps_hosts):
+    raise errors.MissingClusterError(
+        '%s across machines needs a cluster: the host has cluster=%r and '
+        'ps_hosts=%r; give it a tf.train.ClusterSpec with a "ps" job, or use '
+        'a local strategy.' % (variable_update, benchmark_cnn.cluster,
+                               list(benchmark_cnn.ps_hosts)))
