@@ -1,0 +1,161 @@
+"""Packing: exact round trips, group limits and the three wrappers."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from variable_mgr.allreduce import algorithms
+from variable_mgr.allreduce import errors
+from variable_mgr.allreduce import packing
+
+import allreduce_testlib as testlib
+
+MIXED_SHAPES = [(), (0,), (3, 5), (7,), (1,), (2, 0), (4, 4, 3), (11,)]
+MIXED_DTYPES = [np.float32, np.float16, np.float32, np.float64, np.int32,
+                np.float32, np.float16, np.float32]
+
+
+def _mixed_arrays(seed, k):
+  rng = np.random.RandomState(seed)
+  return [[(rng.standard_normal(s) * 100).astype(t)
+           for s, t in zip(MIXED_SHAPES, MIXED_DTYPES)] for _ in range(k)]
+
+
+def _round_trip(pack, arrays, devices):
+  def pack_then_unpack(inputs, devices):
+    packed, context = pack(inputs, devices)
+    return packing.unpack(packed, context, devices)
+  return testlib.build_and_run(pack_then_unpack, arrays, devices)
+
+
+@pytest.mark.parametrize('num_packs', [1, 3, 1000])
+def test_repack_round_trip_is_exact(num_packs):
+  devices = testlib.cpu_devices(2)
+  arrays = _mixed_arrays(num_packs, 2)
+  outputs, values = _round_trip(
+      lambda t, d: packing.repack(t, d, num_packs), arrays, devices)
+  for d in range(2):
+    for i, expected in enumerate(arrays[d]):
+      assert values[d][i].dtype == expected.dtype
+      np.testing.assert_array_equal(values[d][i], expected)
+      assert outputs[d][i].shape == expected.shape
+
+
+@pytest.mark.parametrize('max_bytes,max_group', [(0, 4), (64, 2), (10 ** 6, 3)])
+def test_small_tensor_round_trip_is_exact(max_bytes, max_group):
+  devices = testlib.cpu_devices(2)
+  arrays = _mixed_arrays(max_group, 2)
+  _, values = _round_trip(
+      lambda t, d: packing.aggregate_small_tensors(t, d, max_bytes,
+                                                   max_group),
+      arrays, devices)
+  for d in range(2):
+    for i, expected in enumerate(arrays[d]):
+      assert values[d][i].dtype == expected.dtype
+      np.testing.assert_array_equal(values[d][i], expected)
+
+
+def test_repack_packs_per_dtype():
+  with tf.Graph().as_default():
+    tensors = [tf.zeros(s, t) for s, t in zip(MIXED_SHAPES, MIXED_DTYPES)]
+    packed, context = packing.repack([tensors], ['/cpu:0'], 4)
+  # float32: 1 + 15 + 0 + 11 elements in 4 packs; float16: 0 + 48 in 4;
+  # float64: 7 in 4; int32: 1 element in 1 pack.
+  sizes = [(t.dtype, t.shape.num_elements()) for t in packed[0]]
+  assert sizes == ([(tf.float32, 7)] * 3 + [(tf.float32, 6)]
+                   + [(tf.float16, 12)] * 4
+                   + [(tf.float64, 2)] * 3 + [(tf.float64, 1)]
+                   + [(tf.int32, 1)])
+  assert context.count == len(tensors)
+
+
+def test_small_tensor_group_limits_are_exact():
+  with tf.Graph().as_default():
+    # Ten small float32 tensors of 4, 8, ..., 40 bytes and one large one.
+    tensors = [tf.zeros([n]) for n in range(1, 11)] + [tf.zeros([1000])]
+    _, by_count = packing.aggregate_small_tensors([tensors], ['/cpu:0'],
+                                                  100, 3)
+    _, by_bytes = packing.aggregate_small_tensors([tensors], ['/cpu:0'],
+                                                  40, 10)
+  # Greedy in order: 4+8+12 bytes closes at three tensors, as do 16+20+24
+  # and 28+32+36 (96 <= 100); 40 is left alone.
+  assert [b.indices for b in by_count.blocks] == [(0, 1, 2), (3, 4, 5),
+                                                  (6, 7, 8)]
+  assert by_count.passed == (9, 10)
+  # 4+8+12+16 = 40 bytes; every later tensor would exceed 40 with the next.
+  assert [b.indices for b in by_bytes.blocks] == [(0, 1, 2, 3)]
+  assert by_bytes.passed == (4, 5, 6, 7, 8, 9, 10)
+  for context, max_bytes, max_group in ((by_count, 100, 3),
+                                        (by_bytes, 40, 10)):
+    for block in context.blocks:
+      assert 2 <= len(block.indices) <= max_group
+      assert sum(block.sizes) * 4 <= max_bytes
+
+
+WRAPPED = {
+    'repack_ring': lambda: packing.with_repacking(algorithms.ring, 3),
+    'repack_rechd': lambda: packing.with_repacking(
+        algorithms.halving_doubling, 2),
+    'small_copy': lambda: packing.with_small_tensor_aggregation(
+        algorithms.copy, 256, 3),
+    'small_of_repack': lambda: packing.with_small_tensor_aggregation(
+        packing.with_repacking(algorithms.ring, 2), 64, 4),
+}
+
+
+@pytest.mark.parametrize('name', sorted(WRAPPED))
+@pytest.mark.parametrize('k', [1, 3, 5])
+def test_wrapped_all_reduce_sums(name, k):
+  devices = testlib.cpu_devices(k)
+  arrays = testlib.random_arrays(k, k, np.float32)
+  outputs, values = testlib.build_and_run(WRAPPED[name](), arrays, devices)
+  testlib.assert_sums(arrays, outputs, values, devices)
+
+
+def test_float16_transfer_identity():
+  k = 3
+  devices = testlib.cpu_devices(k)
+  arrays = testlib.random_arrays(1, k, np.float32)
+  for row in arrays:
+    row.append(np.arange(4, dtype=np.float64))
+
+  def both(inputs, devices):
+    wrapped = packing.with_float16_transfer(algorithms.ring)(inputs, devices)
+    narrowed = [[tf.cast(t, tf.float16) if t.dtype == tf.float32 else t
+                 for t in row] for row in inputs]
+    reference = [[tf.cast(t, tf.float32) if t.dtype == tf.float16 else t
+                  for t in row]
+                 for row in algorithms.ring(narrowed, devices)]
+    return [w + r for w, r in zip(wrapped, reference)]
+
+  outputs, values = testlib.build_and_run(both, arrays, devices)
+  count = len(arrays[0])
+  for d in range(k):
+    for i in range(count):
+      assert values[d][i].dtype == arrays[d][i].dtype
+      np.testing.assert_array_equal(values[d][i], values[d][count + i])
+      assert (testlib.layout.device_key(outputs[d][i].device)
+              == testlib.layout.device_key(devices[d]))
+      np.testing.assert_allclose(
+          values[d][i], sum(row[i] for row in arrays), rtol=2e-3,
+          atol=3e-3 * k)
+
+
+@pytest.mark.parametrize('call,match', [
+    (lambda: packing.with_repacking(algorithms.ring, 0), 'num_packs'),
+    (lambda: packing.with_repacking(algorithms.ring, 2.5), 'num_packs'),
+    (lambda: packing.with_small_tensor_aggregation(algorithms.ring, -1, 2),
+     'max_bytes'),
+    (lambda: packing.with_small_tensor_aggregation(algorithms.ring, 10, 0),
+     'max_group'),
+])
+def test_bad_option_is_refused(call, match):
+  with pytest.raises(errors.PackingOptionError, match=match):
+    call()
+
+
+def test_unknown_shape_is_refused():
+  with tf.Graph().as_default():
+    x = tf.compat.v1.placeholder(tf.float32, [None])
+    with pytest.raises(errors.StaticShapeError):
+      packing.repack([[x]], ['/cpu:0'], 2)

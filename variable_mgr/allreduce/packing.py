@@ -1,0 +1,244 @@
+"""Packing of `[tower][tensor]` before an all-reduce, and the inverse after.
+
+Three independent wrappers of an all-reduce `reduce_fn(tower_tensors,
+devices, **params) -> [tower][tensor]` (see `algorithms`), each returning a
+function of the same form that computes the same sums:
+
+* `with_repacking(f, num_packs)`: per dtype, every tower concatenates all its
+  tensors flat and cuts the result into `num_packs` nearly equal packs; `f`
+  reduces the packs; every tower joins the reduced packs and cuts them back
+  into tensors of the original shapes.
+* `with_small_tensor_aggregation(f, max_bytes, max_group)`: tensors of at
+  most `max_bytes` bytes are concatenated, per dtype and in order, into
+  groups of at most `max_group` tensors and at most `max_bytes` bytes; `f`
+  reduces the groups and the other tensors; the groups are cut back.
+* `with_float16_transfer(f)`: float32 tensors travel as float16.
+
+Each is built from a `pack -> (packed, context)` / `unpack(reduced, context,
+devices)` pair; the context travels with the data. Packing ops of tower d
+are placed on `devices[d]`. Packing and unpacking are exact: unpacking the
+packed tensors returns the original values bit for bit. Shapes must be fully
+defined (`StaticShapeError` otherwise).
+"""
+
+import collections
+
+import tensorflow as tf
+
+from variable_mgr.allreduce import errors
+from variable_mgr.allreduce import layout
+
+# One concatenated block: the tensor indices it holds, their shapes and
+# element counts, and the sizes of the pieces the block was cut into.
+_Block = collections.namedtuple('_Block', ['indices', 'shapes', 'sizes',
+                                           'pieces'])
+
+PackContext = collections.namedtuple('PackContext', ['count', 'passed',
+                                                     'blocks'])
+PackContext.__doc__ = """How packed tensors map back to the originals:
+`count` originals; `passed` original indices passed through unchanged
+(first in the packed list, in this order); `blocks` the concatenated blocks,
+whose pieces follow in order."""
+
+
+def _check_int(name, value, minimum):
+  if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    raise errors.PackingOptionError(
+        '%s must be an integer >= %d; got %r' % (name, minimum, value))
+
+
+def _pack(towers, devices, blocks, passed):
+  packed = [[row[i] for i in passed] for row in towers]
+  for d, row in enumerate(towers):
+    with tf.device(devices[d]):
+      for block in blocks:
+        parts = [tf.reshape(row[i], [-1]) for i in block.indices]
+        flat = parts[0] if len(parts) == 1 else tf.concat(parts, 0)
+        if len(block.pieces) == 1:
+          packed[d].append(flat)
+        else:
+          packed[d].extend(tf.split(flat, block.pieces))
+  return packed
+
+
+def unpack(packed_tensors, context, devices):
+  """Inverts `repack` or `aggregate_small_tensors` on every tower.
+
+  Args:
+    packed_tensors: `[tower][packed tensor]`, e.g. the all-reduced packs.
+    context: the `PackContext` the packing returned.
+    devices: one device string per tower; unpacking ops go there.
+
+  Returns:
+    `[tower][tensor]` in the original order and shapes.
+  """
+  result = []
+  for d, row in enumerate(packed_tensors):
+    row = list(row)
+    out = [None] * context.count
+    for i, value in zip(context.passed, row):
+      out[i] = value
+    position = len(context.passed)
+    with tf.device(devices[d]):
+      for block in context.blocks:
+        pieces = row[position:position + len(block.pieces)]
+        position += len(block.pieces)
+        flat = pieces[0] if len(pieces) == 1 else tf.concat(pieces, 0)
+        if len(block.indices) == 1:
+          parts = [flat]
+        else:
+          parts = tf.split(flat, block.sizes)
+        for i, shape, part in zip(block.indices, block.shapes, parts):
+          out[i] = tf.reshape(part, shape)
+    result.append(out)
+  return result
+
+
+def _dtype_groups(tensors, indices):
+  groups = collections.OrderedDict()
+  for i in indices:
+    groups.setdefault(tensors[i].dtype, []).append(i)
+  return groups
+
+
+def repack(tower_tensors, devices, num_packs):
+  """Concatenates each tower's tensors per dtype and cuts them into packs.
+
+  Args:
+    tower_tensors: `[tower][tensor]`, fully defined shapes.
+    devices: one device string per tower.
+    num_packs: packs per dtype (fewer when there are fewer elements).
+
+  Returns:
+    `(packed, context)`: `[tower][pack]` and the `PackContext` for `unpack`.
+
+  Raises:
+    PackingOptionError: `num_packs` is not a positive integer.
+  """
+  _check_int('num_packs', num_packs, 1)
+  towers, devices = layout.check_towers(tower_tensors, devices)
+  first = towers[0] if towers else []
+  blocks = []
+  passed = []
+  for indices in _dtype_groups(first, range(len(first))).values():
+    sizes = [layout.num_elements(first[i]) for i in indices]
+    total = sum(sizes)
+    if total == 0:
+      passed.extend(indices)
+      continue
+    pieces = layout.split_sizes(total, min(num_packs, total))
+    blocks.append(_Block(tuple(indices), tuple(first[i].shape for i in indices),
+                         tuple(sizes), tuple(pieces)))
+  context = PackContext(len(first), tuple(passed), tuple(blocks))
+  return _pack(towers, devices, blocks, passed), context
+
+
+def aggregate_small_tensors(tower_tensors, devices, max_bytes, max_group):
+  """Concatenates small tensors into groups.
+
+  A tensor is small when it has at most `max_bytes` bytes. Small tensors of
+  one dtype are taken in order and grouped greedily: a group closes when the
+  next tensor would bring it above `max_bytes` bytes or `max_group` tensors.
+  Groups of one tensor, and every other tensor, pass through unchanged.
+
+  Args:
+    tower_tensors: `[tower][tensor]`; small ones need fully defined shapes.
+    devices: one device string per tower.
+    max_bytes: int >= 0; 0 disables aggregation.
+    max_group: int >= 1; the most tensors in one group.
+
+  Returns:
+    `(packed, context)`: `[tower][tensor]` (passed-through tensors first,
+    then one flat tensor per group) and the `PackContext` for `unpack`.
+
+  Raises:
+    PackingOptionError: a limit is out of range.
+  """
+  _check_int('max_bytes', max_bytes, 0)
+  _check_int('max_group', max_group, 1)
+  towers, devices = layout.check_towers(tower_tensors, devices)
+  first = towers[0] if towers else []
+  small = [i for i, t in enumerate(first)
+           if max_bytes and t.shape.is_fully_defined()
+           and layout.num_bytes(t) <= max_bytes]
+  groups = []
+  for indices in _dtype_groups(first, small).values():
+    current, current_bytes = [], 0
+    for i in indices:
+      size = layout.num_bytes(first[i])
+      if current and (len(current) == max_group
+                      or current_bytes + size > max_bytes):
+        groups.append(current)
+        current, current_bytes = [], 0
+      current.append(i)
+      current_bytes += size
+    if current:
+      groups.append(current)
+  grouped = set(i for group in groups if len(group) > 1 for i in group)
+  passed = [i for i in range(len(first)) if i not in grouped]
+  blocks = []
+  for group in groups:
+    if len(group) < 2:
+      continue
+    sizes = tuple(layout.num_elements(first[i]) for i in group)
+    blocks.append(_Block(tuple(group), tuple(first[i].shape for i in group),
+                         sizes, (sum(sizes),)))
+  context = PackContext(len(first), tuple(passed), tuple(blocks))
+  return _pack(towers, devices, blocks, passed), context
+
+
+def with_repacking(reduce_fn, num_packs):
+  """`reduce_fn` applied to `num_packs` packs per dtype instead of to each
+  tensor: `unpack(reduce_fn(repack(T, D, n)[0], D), context, D)`."""
+  _check_int('num_packs', num_packs, 1)
+
+  def repacked(tower_tensors, devices, **params):
+    packed, context = repack(tower_tensors, devices, num_packs)
+    return unpack(reduce_fn(packed, devices, **params), context, devices)
+
+  return repacked
+
+
+def with_small_tensor_aggregation(reduce_fn, max_bytes, max_group):
+  """`reduce_fn` applied after small tensors are grouped:
+  `unpack(reduce_fn(aggregate_small_tensors(T, D, b, g)[0], D), context, D)`.
+  """
+  _check_int('max_bytes', max_bytes, 0)
+  _check_int('max_group', max_group, 1)
+
+  def aggregated(tower_tensors, devices, **params):
+    packed, context = aggregate_small_tensors(tower_tensors, devices,
+                                              max_bytes, max_group)
+    return unpack(reduce_fn(packed, devices, **params), context, devices)
+
+  return aggregated
+
+
+def with_float16_transfer(reduce_fn):
+  """`reduce_fn` on float16 copies of the float32 tensors.
+
+  Identity: for float32 tensors,
+  `with_float16_transfer(f)(T, D)[d][i] == cast(f(cast(T, float16), D)[d][i],
+  float32)`, each cast on the tower's device; other dtypes go to `f`
+  unchanged. The sums are float16 sums: values beyond float16's range
+  (65504) overflow, and precision is about three decimal digits.
+  """
+
+  def float16_transfer(tower_tensors, devices, **params):
+    towers, devices = layout.check_towers(tower_tensors, devices)
+    first = towers[0] if towers else []
+    cast = [t.dtype == tf.float32 for t in first]
+    narrowed = []
+    for d, row in enumerate(towers):
+      with tf.device(devices[d]):
+        narrowed.append([tf.cast(t, tf.float16) if c else t
+                         for t, c in zip(row, cast)])
+    reduced = reduce_fn(narrowed, devices, **params)
+    result = []
+    for d, row in enumerate(reduced):
+      with tf.device(devices[d]):
+        result.append([tf.cast(t, tf.float32) if c else t
+                       for t, c in zip(row, cast)])
+    return result
+
+  return float16_transfer
