@@ -46,4 +46,5 @@ class AlgorithmOptionError(VariableMgrError):
 
 
 class TrafficMeterError(VariableMgrError):
-  """A partition graph holds a send whose tensor size cannot be known."""
+  """A traffic measurement cannot be made: a partition graph holds a send
+  whose tensor size cannot be known, or the device count is below one."""
