@@ -1,0 +1,311 @@
+"""`--launch_local_cluster`: a whole ps/worker cluster on this machine.
+
+Starts `--num_ps` PS tasks and `--num_workers` workers, each a separate
+Python process running `python -m variable_mgr.benchmark.distributed` with
+the caller's flags and its own `--job_name/--task_index`, on free ports of
+127.0.0.1. Every line a task prints is echoed with the task's name in front
+(`[worker:1] ...`). When every task has exited 0, the workers' images/sec
+are added up into the cluster's total.
+
+No task outlives the launcher:
+* each task runs in a process group of its own (a terminal's Ctrl-C reaches
+  only the launcher, which then stops the tasks in order);
+* when a task fails, the others get `--op_timeout_secs` plus a margin to
+  notice and exit with their own error; whatever still runs after that is
+  stopped;
+* on exit (normal, error, Ctrl-C or SIGTERM) a `finally` sends SIGTERM to
+  every task's group, then SIGKILL to the stragglers, and reaps them;
+* each task holds the read end of a pipe whose write end only the launcher
+  holds: if the launcher itself is killed (even by SIGKILL), the tasks see
+  end of file and exit.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from variable_mgr.benchmark import distributed
+from variable_mgr.benchmark import tf_config
+
+LOOPBACK = '127.0.0.1'
+# Seconds a task gets between SIGTERM and SIGKILL.
+TERMINATE_GRACE_SECS = 5.0
+# Margin over --op_timeout_secs for the survivors of a failure to exit.
+FAILURE_MARGIN_SECS = 10.0
+
+
+def free_ports(count):
+  """`count` distinct free TCP ports of 127.0.0.1."""
+  sockets = []
+  try:
+    for _ in range(count):
+      sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+      sock.bind((LOOPBACK, 0))
+      sockets.append(sock)
+    return [s.getsockname()[1] for s in sockets]
+  finally:
+    for sock in sockets:
+      sock.close()
+
+
+class Task(object):
+  """One started task: its process, name and exit status."""
+
+  def __init__(self, name, process, address):
+    self.name = name
+    self.process = process
+    self.address = address
+    self.status = None
+    self.exited_at = None
+    self.reader = None
+
+
+def describe_status(status):
+  if status is None:
+    return 'still running'
+  if status < 0:
+    try:
+      return 'killed by %s' % signal.Signals(-status).name
+    except ValueError:
+      return 'killed by signal %d' % -status
+  return 'exit status %d' % status
+
+
+class LocalCluster(object):
+  """Starts, watches and stops the tasks of a one-machine cluster.
+
+  Args:
+    num_ps, num_workers: task counts, at least 1 each.
+    task_argv: flags every task gets (the benchmark's flags).
+    output_dir: where workers write their results JSON.
+    op_timeout_secs: the tasks' --op_timeout_secs, to bound a failure.
+    out: where prefixed lines go (a text stream).
+  """
+
+  def __init__(self, num_ps, num_workers, task_argv, output_dir,
+               op_timeout_secs, out=None):
+    self.out = out or sys.stdout
+    self.output_dir = output_dir
+    self.op_timeout_secs = op_timeout_secs
+    ports = free_ports(num_ps + num_workers)
+    self.ps_hosts = ['%s:%d' % (LOOPBACK, p) for p in ports[:num_ps]]
+    self.worker_hosts = ['%s:%d' % (LOOPBACK, p) for p in ports[num_ps:]]
+    self.task_argv = list(task_argv)
+    self.tasks = []
+    self._lock = threading.Lock()
+    self._pipe = None
+
+  def say(self, line):
+    with self._lock:
+      self.out.write(line.rstrip('\n') + '\n')
+      self.out.flush()
+
+  def worker_output(self, index):
+    return os.path.join(self.output_dir, 'worker_%d.json' % index)
+
+  def start(self):
+    """Starts every task (PS tasks first)."""
+    read_fd, write_fd = os.pipe()
+    self._pipe = write_fd
+    env = dict(os.environ)
+    env.pop('TF_CONFIG', None)
+    env[distributed.LAUNCHER_FD_ENV] = str(read_fd)
+    env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+    env['PYTHONUNBUFFERED'] = '1'
+    try:
+      for job, hosts in (('ps', self.ps_hosts), ('worker', self.worker_hosts)):
+        for index, address in enumerate(hosts):
+          argv = self.task_argv + [
+              '--job_name=%s' % job, '--task_index=%d' % index,
+              '--ps_hosts=%s' % ','.join(self.ps_hosts),
+              '--worker_hosts=%s' % ','.join(self.worker_hosts)]
+          if job == 'worker':
+            argv.append('--output=%s' % self.worker_output(index))
+          self._start_one(tf_config.task_name(job, index), address, argv, env,
+                          read_fd)
+    finally:
+      os.close(read_fd)
+
+  def _start_one(self, name, address, argv, env, read_fd):
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'variable_mgr.benchmark.distributed'] + argv,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, env=env, pass_fds=(read_fd,),
+        start_new_session=True, universal_newlines=True)
+    task = Task(name, process, address)
+    self.tasks.append(task)
+    self.say('launcher: started %s at %s (pid %d)' % (name, address,
+                                                       process.pid))
+    task.reader = threading.Thread(target=self._echo, args=(task,),
+                                   name='echo-%s' % name)
+    task.reader.daemon = True
+    task.reader.start()
+
+  def _echo(self, task):
+    for line in task.process.stdout:
+      self.say('[%s] %s' % (task.name, line))
+
+  def wait(self, poll_secs=0.1):
+    """Waits for every task; returns the first failed Task or None.
+
+    After the first failure the others get `op_timeout_secs` plus
+    FAILURE_MARGIN_SECS to exit on their own; those still running then are
+    stopped.
+    """
+    first_failure = None
+    deadline = None
+    while True:
+      running = 0
+      for task in self.tasks:
+        if task.status is not None:
+          continue
+        status = task.process.poll()
+        if status is None:
+          running += 1
+          continue
+        task.status, task.exited_at = status, time.time()
+        if status != 0 and first_failure is None:
+          first_failure = task
+          deadline = time.time() + self.op_timeout_secs + FAILURE_MARGIN_SECS
+          self.say('launcher: %s failed first (%s); waiting up to %gs for '
+                   'the other tasks to exit' % (
+                       task.name, describe_status(status),
+                       deadline - time.time()))
+      if not running:
+        return first_failure
+      if deadline is not None and time.time() > deadline:
+        for task in self.tasks:
+          if task.process.poll() is None:
+            self.say('launcher: %s still runs %gs after %s failed: '
+                     'stopping it' % (task.name, deadline -
+                                      first_failure.exited_at,
+                                      first_failure.name))
+        self.stop()
+        deadline = None
+      time.sleep(poll_secs)
+
+  def stop(self):
+    """SIGTERM to every live task's group, SIGKILL after a grace; reaps."""
+    live = [t for t in self.tasks if t.process.poll() is None]
+    for task in live:
+      _signal_group(task.process, signal.SIGTERM)
+    end = time.time() + TERMINATE_GRACE_SECS
+    for task in live:
+      try:
+        task.process.wait(max(0.0, end - time.time()))
+      except subprocess.TimeoutExpired:
+        _signal_group(task.process, signal.SIGKILL)
+    for task in self.tasks:
+      # The group as well: nothing a task started may survive it.
+      _signal_group(task.process, signal.SIGKILL)
+      task.process.wait()
+      if task.status is None:
+        task.status = task.process.returncode
+    for task in self.tasks:
+      if task.reader is not None:
+        task.reader.join(2.0)
+      if task.process.stdout is not None:
+        task.process.stdout.close()
+    if self._pipe is not None:
+      os.close(self._pipe)
+      self._pipe = None
+
+  def worker_results(self):
+    results = []
+    for index in range(len(self.worker_hosts)):
+      with open(self.worker_output(index)) as f:
+        results.append(json.load(f))
+    return results
+
+
+def _signal_group(process, sig):
+  try:
+    os.killpg(process.pid, sig)
+  except (ProcessLookupError, PermissionError):
+    pass
+
+
+class _Terminated(Exception):
+  """SIGTERM reached the launcher."""
+
+
+def _on_sigterm(signum, frame):
+  del signum, frame
+  raise _Terminated()
+
+
+def strip_launch_flag(argv):
+  """`argv` without --launch_local_cluster, so a task does not launch."""
+  return [a for a in argv if a.split('=')[0] != '--launch_local_cluster']
+
+
+def main(args, argv, out=None):
+  """Runs the cluster; returns 0 when every task succeeded, 1 if one failed,
+  2 for bad flags, 130 on Ctrl-C."""
+  out = out or sys.stdout
+  if os.environ.get(distributed.LAUNCHER_FD_ENV):
+    return distributed._fail(  # pylint: disable=protected-access
+        '--launch_local_cluster inside a launched task: a task runs one '
+        'cluster task only.', distributed.EXIT_USAGE)
+  given = [f for f in distributed.CLUSTER_FLAGS
+           if any(a.split('=')[0] == '--' + f for a in argv)]
+  if given:
+    return distributed._fail(  # pylint: disable=protected-access
+        '--launch_local_cluster picks every task\'s address itself: drop '
+        '%s.' % ', '.join('--' + f for f in given), distributed.EXIT_USAGE)
+  previous = signal.signal(signal.SIGTERM, _on_sigterm)
+  output_dir = tempfile.mkdtemp(prefix='variable_mgr_cluster_')
+  cluster = LocalCluster(args.num_ps, args.num_workers,
+                         strip_launch_flag(argv), output_dir,
+                         args.op_timeout_secs, out)
+  status = 1
+  try:
+    cluster.start()
+    failed = cluster.wait()
+    if failed is None:
+      status = _report(cluster, args, out)
+    else:
+      out.write('launcher: error: %s failed first (%s); %s\n' % (
+          failed.name, describe_status(failed.status), '; '.join(
+              '%s: %s' % (t.name, describe_status(t.status))
+              for t in cluster.tasks if t is not failed)))
+  except (KeyboardInterrupt, _Terminated):
+    out.write('launcher: interrupted: stopping every task\n')
+    status = 130
+  finally:
+    cluster.stop()
+    signal.signal(signal.SIGTERM, previous)
+    for name in os.listdir(output_dir):
+      os.remove(os.path.join(output_dir, name))
+    os.rmdir(output_dir)
+    out.flush()
+  return status
+
+
+def _report(cluster, args, out):
+  results = cluster.worker_results()
+  rates = [r['images_per_sec'] for r in results]
+  total = sum(rates) if all(r is not None for r in rates) else None
+  summary = {
+      'num_ps': len(cluster.ps_hosts),
+      'num_workers': len(cluster.worker_hosts),
+      'images_per_sec': total,
+      'workers': results,
+  }
+  out.write('-' * 64 + '\n')
+  if total is not None:
+    out.write('cluster total images/sec: %.2f (%d workers: %s)\n' % (
+        total, len(rates), ', '.join('%.2f' % r for r in rates)))
+  else:
+    out.write('cluster: no timed batches\n')
+  out.write('-' * 64 + '\n')
+  if args.output:
+    from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
+    harness.write_json(args.output, summary)
+  return 0
