@@ -248,12 +248,11 @@ class Monitor(object):
 
   def failure(self, dead, context):
     """A TaskFailedError that names the dead tasks."""
-    described = ', '.join('%s (%s) %s' % d for d in dead)
+    described = ', '.join('%s at %s (%s)' % d for d in dead)
     return TaskFailedError(
-        'task %s: %s; %s. Every task of a cluster is needed: restart the '
+        'dead task%s: %s; %s. Every task of a cluster is needed: restart the '
         'cluster (a rerun with the same --train_dir resumes from the last '
-        'checkpoint).' % (described, 'is dead' if len(dead) == 1 else
-                          'are dead', context),
+        'checkpoint).' % ('s' if len(dead) > 1 else '', described, context),
         [d[0] for d in dead])
 
   def wait_for(self, tasks, deadline):
@@ -480,9 +479,8 @@ class _Caller(object):
       raise self.explain(e, what, timeout)
 
   def explain(self, error, what, timeout):
-    summary = '%s while %s: %s' % (
-        type(error).__name__, what,
-        (str(error).strip().splitlines() or [''])[0][:300])
+    summary = '%s while %s: %s' % (type(error).__name__, what,
+                                   _first_line(error))
     # The PS tasks first: without them no worker can have finished.
     dead = self.monitor.dead(self.monitor.others(('ps',)))
     if not dead:
@@ -497,6 +495,16 @@ class _Caller(object):
           'still answers; if steps are that slow, raise --op_timeout_secs.' %
           (self.monitor.spec.name, summary, timeout))
     return TaskFailedError('task %s: %s' % (self.monitor.spec.name, summary))
+
+
+def _first_line(error, limit=300):
+  """The informative line of a TensorFlow error (the restore error puts
+  the real cause after an 'Original error:' line)."""
+  lines = [t.strip() for t in str(error).strip().splitlines() if t.strip()]
+  for i, line in enumerate(lines):
+    if line.endswith('Original error:') and i + 1 < len(lines):
+      return lines[i + 1][:limit]
+  return (lines or [''])[0][:limit]
 
 
 def _session_config(tf, spec, options, num_cpus):
@@ -545,11 +553,6 @@ def run_ps(spec, options, log=print):
       if len(finished) == spec.num_workers:
         log('%s: every worker finished; stopping' % spec.name)
         return 0
-      workers = [t for t in monitor.others(('worker',))
-                 if tf_config.task_name(t[0], t[1]) not in finished]
-      dead = monitor.dead(workers, lambda name: name in finished_workers())
-      if dead:
-        raise monitor.failure(dead, 'it never said it finished')
       dead_ps = monitor.dead(monitor.others(('ps',)))
       if dead_ps:
         # A PS stops once every worker finished, and workers tell every PS
@@ -561,6 +564,17 @@ def run_ps(spec, options, log=print):
             return 0
           time.sleep(0.1)
         raise monitor.failure(dead_ps, 'some workers had not finished')
+      workers = [t for t in monitor.others(('worker',))
+                 if tf_config.task_name(t[0], t[1]) not in finished]
+      dead = monitor.dead(workers, lambda name: name in finished_workers())
+      if dead:
+        # Serve a while longer: workers blocked on this PS (a barrier) must
+        # find the dead worker when their call times out, not this PS gone.
+        error = monitor.failure(dead, 'it never said it finished')
+        log('%s: %s; stopping in %gs' % (
+            spec.name, error, options.op_timeout_secs + PROBE_INTERVAL_SECS))
+        time.sleep(options.op_timeout_secs + PROBE_INTERVAL_SECS)
+        raise error
       time.sleep(PROBE_INTERVAL_SECS)
 
 
@@ -622,7 +636,9 @@ def run_worker(spec, config, options, log=print):
 
   call = _Caller(tf, sess, monitor, options.op_timeout_secs, finished)
   restored_from = None
-  try:
+  # As a context manager the session makes its graph the default: the
+  # Saver then runs graph ops, not eager ones.
+  with sess:
     if spec.is_chief:
       call(g.global_init_op, 'initialising the variables')
       if g.saver is not None:
@@ -688,8 +704,6 @@ def run_worker(spec, config, options, log=print):
     if g.saver is not None:
       _save(call, g, sess, config.train_dir, log)
     call(g.done_op, 'telling the PS tasks this worker finished')
-  finally:
-    sess.close()
 
   images_per_sec = None
   if step_times:
