@@ -45,17 +45,15 @@ def numpy_gradients(params, x, y):
 class Run(object):
   """A built graph: `step(feeds)` trains one step; `values(tower)` reads."""
 
-  def __init__(self, variable_update, num_towers, staged_vars=False,
-               local_parameter_device='cpu', reduction=None, dtype=tf.float32,
-               batch=6):
+  def __init__(self, variable_update, num_towers,
+               local_parameter_device='cpu', dtype=tf.float32, batch=6,
+               **options):
     self.graph = tf.Graph()
     self.num_towers = num_towers
     with self.graph.as_default():
       bench = variable_mgr.LocalBenchmarkCnn(
           num_towers, local_parameter_device=local_parameter_device)
-      self.mgr = mgr = variable_mgr.create(
-          variable_update, bench, staged_vars=staged_vars,
-          reduction=reduction)
+      self.mgr = mgr = variable_mgr.create(variable_update, bench, **options)
       bench.devices = mgr.get_devices()
       self.inputs = []
       device_grads = []

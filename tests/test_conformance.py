@@ -27,6 +27,17 @@ STRATEGIES = {
     'replicated': (dict(variable_update='replicated'), {}, 'sum'),
     'replicated_spread': (dict(variable_update='replicated'),
                           dict(local_parameter_device='gpu'), 'sum'),
+    'replicated_xring2': (dict(variable_update='replicated',
+                               all_reduce_spec='xring#2'), {}, 'sum'),
+    'replicated_pscpu_rechd': (dict(variable_update='replicated',
+                                    all_reduce_spec='pscpu:32:rechd'), {},
+                               'sum'),
+    'replicated_hcopy_repacked': (dict(variable_update='replicated',
+                                       all_reduce_spec='hcopy',
+                                       gradient_repacking=2), {}, 'sum'),
+    'replicated_small_grads': (dict(variable_update='replicated',
+                                    agg_small_grads_max_bytes=64,
+                                    agg_small_grads_max_group=2), {}, 'sum'),
 }
 
 
@@ -112,7 +123,7 @@ def test_float64(name, variable_kind):
 
 @pytest.mark.parametrize('name,reduction', [
     ('replicated', 'mean'), ('ps_cpu', 'sum'), ('staged_ps', 'sum'),
-    ('replicated_spread', 'mean')])
+    ('replicated_spread', 'mean'), ('replicated_xring2', 'mean')])
 def test_reduction_option(name, reduction, variable_kind):
   check_run(name, 3, reduction=reduction)
 

@@ -122,15 +122,17 @@ def aggregate_gradients_using_copy_with_variable_colocation(
 _densify_warned = []
 
 
-def _dense_for_nccl(grad):
+def densify(grad):
+  """`grad` as a dense tensor; warns once per process on IndexedSlices,
+  which all-reduce algorithms other than the copy must densify."""
   if isinstance(grad, IndexedSlices):
     if not _densify_warned:
       _densify_warned.append(True)
       warnings.warn(
-          'NCCL all-reduce needs dense tensors: IndexedSlices gradients are '
+          'this all-reduce needs dense tensors: IndexedSlices gradients are '
           'converted to dense ones, which costs the full size of the variable '
-          'per step. Use the copy all-reduce (use_nccl=False) for large '
-          'embedding tables.', stacklevel=3)
+          'per step. Use the default copy all-reduce (no NCCL, no '
+          'all_reduce_spec) for large embedding tables.', stacklevel=3)
     return tf.convert_to_tensor(grad)
   return grad
 
@@ -148,7 +150,7 @@ def sum_grad_and_var_all_reduce(grad_and_vars, devices):
   grad_and_vars = list(grad_and_vars)
   if any(g is None for g, _ in grad_and_vars):
     return [(None, v) for _, v in grad_and_vars]
-  grads = [_dense_for_nccl(g) for g, _ in grad_and_vars]
+  grads = [densify(g) for g, _ in grad_and_vars]
   summed = compat.nccl_all_sum(grads)
   result = []
   for d, (_, v), g in zip(devices, grad_and_vars, summed):

@@ -31,8 +31,19 @@ STRATEGIES = collections.OrderedDict([
 STRATEGY_NAMES = tuple(STRATEGIES)
 
 
-def create(variable_update, benchmark_cnn, staged_vars=False, use_nccl=False,
-           reduction=None):
+# Options of one strategy only: name -> (strategy, default).
+_STRATEGY_OPTIONS = collections.OrderedDict([
+    ('staged_vars', ('parameter_server', False)),
+    ('use_nccl', ('replicated', False)),
+    ('all_reduce_spec', ('replicated', None)),
+    ('gradient_repacking', ('replicated', 0)),
+    ('agg_small_grads_max_bytes', ('replicated', 0)),
+    ('agg_small_grads_max_group', ('replicated', 10)),
+    ('float16_transfer', ('replicated', False)),
+])
+
+
+def create(variable_update, benchmark_cnn, reduction=None, **options):
   """Builds the manager for `--variable_update=variable_update`.
 
   A host whose `cluster` is not None gets the distributed variant.
@@ -40,16 +51,21 @@ def create(variable_update, benchmark_cnn, staged_vars=False, use_nccl=False,
   Args:
     variable_update: one of `STRATEGY_NAMES`.
     benchmark_cnn: the host object (see `variable_mgr.interface`).
-    staged_vars: read variables through StagingAreas (parameter_server only).
-    use_nccl: all-reduce with NCCL (replicated on GPUs only).
     reduction: 'mean' or 'sum' over towers; None for the strategy's default
       (replicated: 'sum'; parameter_server, distributed_replicated: 'mean').
+    **options: strategy options, each valid for one strategy:
+      staged_vars (parameter_server): read variables through StagingAreas.
+      use_nccl (replicated): all-reduce with NCCL, GPU towers only.
+      all_reduce_spec, gradient_repacking, agg_small_grads_max_bytes,
+      agg_small_grads_max_group, float16_transfer (replicated): see
+      `VariableMgrLocalReplicated`.
 
   Returns:
     A `VariableMgr`.
 
   Raises:
     UnknownStrategyError: `variable_update` is not a registered name.
+    InvalidOptionError: an option name that does not exist.
     IncompatibleOptionsError: an option the strategy does not support, or a
       local-only strategy with a cluster.
     MissingClusterError: distributed_replicated without a cluster.
@@ -60,15 +76,17 @@ def create(variable_update, benchmark_cnn, staged_vars=False, use_nccl=False,
     raise errors.UnknownStrategyError(
         'variable_update=%r is not a strategy; choose one of: %s.' %
         (variable_update, ', '.join(STRATEGY_NAMES)))
-  if staged_vars and variable_update != 'parameter_server':
-    raise errors.IncompatibleOptionsError(
-        'staged_vars=True with variable_update=%r: staged variables exist '
-        'only for parameter_server; drop staged_vars or use '
-        'parameter_server.' % variable_update)
-  if use_nccl and variable_update != 'replicated':
-    raise errors.IncompatibleOptionsError(
-        'use_nccl=True with variable_update=%r: NCCL all-reduce is used only '
-        'by replicated; drop use_nccl or use replicated.' % variable_update)
+  for name, value in sorted(options.items()):
+    if name not in _STRATEGY_OPTIONS:
+      raise errors.InvalidOptionError(
+          '%s=%r is not an option; the options are: reduction, %s.' %
+          (name, value, ', '.join(_STRATEGY_OPTIONS)))
+    owner, default = _STRATEGY_OPTIONS[name]
+    if value != default and owner != variable_update:
+      raise errors.IncompatibleOptionsError(
+          '%s=%r with variable_update=%r: this option exists only for %s; '
+          'drop it or use %s.' % (name, value, variable_update, owner, owner))
+  staged_vars = options.pop('staged_vars', False)
   distributed = getattr(benchmark_cnn, 'cluster', None) is not None
   field = ('staged_' if staged_vars else '') + (
       'distributed' if distributed else 'local')
@@ -84,5 +102,6 @@ def create(variable_update, benchmark_cnn, staged_vars=False, use_nccl=False,
         'tf.train.ClusterSpec in .cluster and PS hosts); locally use '
         'replicated.' % variable_update)
   if variable_update == 'replicated':
-    return cls(benchmark_cnn, use_nccl, reduction=reduction)
+    use_nccl = options.pop('use_nccl', False)
+    return cls(benchmark_cnn, use_nccl, reduction=reduction, **options)
   return cls(benchmark_cnn, reduction=reduction)
