@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 import variable_mgr
+from variable_mgr import checkpoint
 
 tf1 = tf.compat.v1
 
@@ -47,7 +48,7 @@ class Run(object):
 
   def __init__(self, variable_update, num_towers,
                local_parameter_device='cpu', dtype=tf.float32, batch=6,
-               **options):
+               restore_from=None, **options):
     self.graph = tf.Graph()
     self.num_towers = num_towers
     with self.graph.as_default():
@@ -90,9 +91,13 @@ class Run(object):
       init = [tf1.global_variables_initializer(),
               tf1.local_variables_initializer()]
       post_init = mgr.get_post_init_ops()
+      self.saved = mgr.get_variables_to_save()
+      self.saver = tf1.train.Saver(self.saved)
       self.graph.finalize()
     self.sess = tf1.Session(graph=self.graph, config=bench.session_config())
     self.sess.run(init)
+    if restore_from:
+      checkpoint.restore(self.sess, restore_from, self.saved, self.saver)
     self.sess.run(post_init)
     if self.put_ops:
       self.sess.run(self.put_ops)

@@ -53,3 +53,8 @@ class GradientShapeError(VariableMgrError):
 class ProtocolError(VariableMgrError):
   """A method of the harness protocol was called out of order or with a
   device index outside the range the manager returned."""
+
+
+class CheckpointMismatchError(VariableMgrError):
+  """A checkpoint lacks a variable of the model, or holds it in another
+  shape."""
