@@ -19,6 +19,13 @@ VARIABLE_OP_TYPES = frozenset(
     ['Variable', 'VariableV2', 'AutoReloadVariable', 'VarHandleOp'])
 
 
+def ps_ops():
+  """The op types `replica_device_setter` puts on PS tasks, resource
+  variables included whatever the release's default list says."""
+  from tensorflow.python.training import device_setter  # pylint: disable=g-import-not-at-top
+  return sorted(set(device_setter.STANDARD_PS_OPS) | VARIABLE_OP_TYPES)
+
+
 def register_tensor_conversion_function(cls, fn):
   """Registers `fn` to convert `cls` objects to tensors (moved in TF 2)."""
   register = getattr(_tf, 'register_tensor_conversion_function', None)

@@ -147,8 +147,9 @@ class ClusterBenchmarkCnn(BenchmarkCnnLike):
 
   def __init__(self, cluster, task_index, num_towers, device='cpu',
                local_parameter_device='cpu'):
+    from variable_mgr import compat  # pylint: disable=g-import-not-at-top
     from variable_mgr import placement  # pylint: disable=g-import-not-at-top
-    from variable_mgr.compat import tf  # pylint: disable=g-import-not-at-top
+    tf = compat.tf
     local = LocalBenchmarkCnn(num_towers, device, local_parameter_device)
     if not isinstance(cluster, tf.train.ClusterSpec):
       cluster = tf.train.ClusterSpec(cluster)
@@ -174,7 +175,7 @@ class ClusterBenchmarkCnn(BenchmarkCnnLike):
     self.raw_devices = [worker_prefix + d for d in local.raw_devices]
     self.devices = list(self.raw_devices)
     self.param_server_device = tf.train.replica_device_setter(
-        worker_device=self.cpu_device, cluster=cluster,
+        worker_device=self.cpu_device, cluster=cluster, ps_ops=compat.ps_ops(),
         ps_strategy=placement.GreedyLoadBalancingStrategy(len(self.ps_hosts)))
     self.sync_queue_devices = ['/job:ps/replica:0/task:%d/cpu:0' % i
                                for i in range(len(self.ps_hosts))]

@@ -5,6 +5,7 @@ them) and applied once. `staged_vars` reads them through StagingAreas."""
 
 from variable_mgr import aggregation
 from variable_mgr import base
+from variable_mgr import compat
 from variable_mgr import errors
 from variable_mgr import interface
 from variable_mgr import placement
@@ -79,7 +80,7 @@ class VariableMgrLocalFetchFromPS(_SharedVariablesMgr):
               for d in raw_devices]
     return [tf.train.replica_device_setter(
         worker_device=d, ps_device=self.benchmark_cnn.param_server_device,
-        ps_tasks=1) for d in raw_devices]
+        ps_tasks=1, ps_ops=compat.ps_ops()) for d in raw_devices]
 
 
 class VariableMgrLocalFetchFromStagedPS(_StagedMixin,
@@ -124,7 +125,8 @@ class VariableMgrDistributedFetchFromPS(_SharedVariablesMgr):
         len(self.benchmark_cnn.ps_hosts), placement.byte_size_load_fn)
     return [tf.train.replica_device_setter(
         worker_device=d, cluster=self.benchmark_cnn.cluster,
-        ps_strategy=ps_strategy) for d in self.benchmark_cnn.raw_devices]
+        ps_strategy=ps_strategy, ps_ops=compat.ps_ops())
+            for d in self.benchmark_cnn.raw_devices]
 
 
 class VariableMgrDistributedFetchFromStagedPS(
