@@ -57,6 +57,9 @@ from variable_mgr.benchmark import tf_config
 
 # How often PS tasks and asynchronous workers probe their peers.
 PROBE_INTERVAL_SECS = 1.0
+# How long a session call may outlive its deadline before the watchdog ends
+# the process.
+WATCHDOG_MARGIN_SECS = 2.0
 # Timeout of one TCP probe of a task's address.
 CONNECT_TIMEOUT_SECS = 1.0
 # The launcher passes the read end of a pipe: end of file means the
@@ -302,15 +305,17 @@ def watch_launcher(environ=None):
 WorkerGraph = collections.namedtuple('WorkerGraph', [
     'graph', 'mgr', 'train_op', 'loss', 'global_step', 'global_init_op',
     'local_init_op', 'post_init_op', 'staging_put_op',
-    'saver', 'ready_enqueue', 'ready_dequeue', 'done_op', 'done_sizes'])
+    'saver', 'ready_enqueue', 'ready_dequeue', 'started_op', 'done_op',
+    'done_sizes'])
 
 
-def done_queues(tf, ps_index, num_workers):
-  """The queues on PS `ps_index` that workers fill when they finish."""
+def worker_queues(tf, ps_index, num_workers, kind):
+  """The queues on PS `ps_index` that worker k fills once: `kind` 'started'
+  when its session is up, 'done' when it finished."""
   with tf.device(PS_DEVICE % ps_index):
     return [tf.FIFOQueue(1, [tf.int32], shapes=[[]],
-                         shared_name='done_worker_%d' % k,
-                         name='done_worker_%d_ps_%d' % (k, ps_index))
+                         shared_name='%s_worker_%d' % (kind, k),
+                         name='%s_worker_%d_ps_%d' % (kind, k, ps_index))
             for k in range(num_workers)]
 
 
@@ -440,20 +445,23 @@ def build_worker_graph(config, host, spec, sync):
               [tf.zeros([num_workers - 1], tf.int32)])
       else:
         ready_dequeue = ready.dequeue()
-    done_ops = []
+    signals = {}
     done_sizes = []
-    for p in range(len(spec.ps_hosts)):
-      queues = done_queues(tf, p, num_workers)
-      done_ops.append(queues[spec.task_index].enqueue(
-          tf.constant(spec.task_index)))
-      if p == 0:
-        done_sizes = [q.size() for q in queues]
-    done_op = tf.group(*done_ops)
+    for kind in ('started', 'done'):
+      ops = []
+      for p in range(len(spec.ps_hosts)):
+        queues = worker_queues(tf, p, num_workers, kind)
+        ops.append(queues[spec.task_index].enqueue(
+            tf.constant(spec.task_index)))
+        if p == 0 and kind == 'done':
+          done_sizes = [q.size() for q in queues]
+      signals[kind] = tf.group(*ops, name='worker_%s' % kind)
     graph.finalize()
   return WorkerGraph(graph, mgr, train_op, average_loss, global_step,
                      global_init_op, local_init_op,
                      post_init_op, staging_put_op, saver, ready_enqueue,
-                     ready_dequeue, done_op, done_sizes)
+                     ready_dequeue, signals['started'], signals['done'],
+                     done_sizes)
 
 
 # -- Running a task -----------------------------------------------------------
@@ -461,7 +469,12 @@ def build_worker_graph(config, host, spec, sync):
 
 class _Caller(object):
   """`sess.run` with a deadline; a failure becomes a TaskFailedError that
-  names the dead task when there is one."""
+  names the dead task when there is one.
+
+  A watchdog thread backs the deadline up: a call that outlives it by
+  WATCHDOG_MARGIN_SECS ends the process with the same error (a call to a PS
+  killed mid-step does not always return at its RunOptions deadline).
+  """
 
   def __init__(self, tf, sess, monitor, timeout_secs, finished=None):
     self.tf = tf
@@ -469,18 +482,43 @@ class _Caller(object):
     self.monitor = monitor
     self.timeout_secs = timeout_secs
     self.finished = finished
+    self._pending = None  # (give-up time, what, timeout) of the open call.
+    watchdog = threading.Thread(target=self._watch, name='call-watchdog')
+    watchdog.daemon = True
+    watchdog.start()
 
   def __call__(self, fetches, what, timeout_secs=None):
     timeout = self.timeout_secs if timeout_secs is None else timeout_secs
     options = self.tf.RunOptions(timeout_in_ms=int(timeout * 1000))
+    self._pending = (time.time() + timeout + WATCHDOG_MARGIN_SECS, what,
+                     timeout)
     try:
       return self.sess.run(fetches, options=options)
     except self.tf.errors.OpError as e:
       raise self.explain(e, what, timeout)
+    finally:
+      self._pending = None
+
+  def _watch(self):
+    while True:
+      time.sleep(0.25)
+      pending = self._pending
+      if pending is None or time.time() < pending[0]:
+        continue
+      _, what, timeout = pending
+      error = self.describe('the call did not return while %s' % what,
+                            True, timeout)
+      _fail(error, EXIT_FAILURE)
+      exit_task(EXIT_FAILURE)
 
   def explain(self, error, what, timeout):
     summary = '%s while %s: %s' % (type(error).__name__, what,
                                    _first_line(error))
+    return self.describe(
+        summary, isinstance(error, self.tf.errors.DeadlineExceededError),
+        timeout)
+
+  def describe(self, summary, timed_out, timeout):
     # The PS tasks first: without them no worker can have finished.
     dead = self.monitor.dead(self.monitor.others(('ps',)))
     if not dead:
@@ -489,7 +527,7 @@ class _Caller(object):
     if dead:
       return self.monitor.failure(dead, 'this task (%s) got %s' %
                                   (self.monitor.spec.name, summary))
-    if isinstance(error, self.tf.errors.DeadlineExceededError):
+    if timed_out:
       return TaskFailedError(
           'task %s: %s, within the deadline of %gs, while every other task '
           'still answers; if steps are that slow, raise --op_timeout_secs.' %
@@ -504,7 +542,10 @@ def _first_line(error, limit=300):
   for i, line in enumerate(lines):
     if line.endswith('Original error:') and i + 1 < len(lines):
       return lines[i + 1][:limit]
-  return (lines or [''])[0][:limit]
+  # TF 2's 'Graph execution error:' preamble and its traceback say nothing.
+  useful = [t for t in lines if not t.endswith(':') and not t.startswith(
+      ('Detected at node', 'File "', 'Traceback'))]
+  return (useful or lines or [''])[0][:limit].rstrip('.')
 
 
 def _session_config(tf, spec, options, num_cpus):
@@ -537,18 +578,28 @@ def run_ps(spec, options, log=print):
   log('%s serving at %s' % (spec.name, spec.address))
   graph = tf.Graph()
   with graph.as_default():
-    sizes = [q.size() for q in done_queues(tf, spec.task_index,
-                                           spec.num_workers)]
+    started_sizes, done_sizes = [
+        [q.size() for q in worker_queues(tf, spec.task_index,
+                                         spec.num_workers, kind)]
+        for kind in ('started', 'done')]
   config = _session_config(tf, spec, options, 1)
-  with tf.Session(server.target, graph=graph, config=config) as sess:
+  # Never closed: the process ends when this returns or raises.
+  sess = tf.Session(server.target, graph=graph, config=config)
+  with sess.as_default(), graph.as_default():
     caller = _Caller(tf, sess, monitor, options.op_timeout_secs)
 
-    def finished_workers():
-      values = caller(sizes, 'reading which workers finished')
+    def workers_that(sizes, what):
+      values = caller(sizes, 'reading which workers %s' % what)
       return set(tf_config.task_name('worker', k)
                  for k, v in enumerate(values) if v)
 
+    def finished_workers():
+      return workers_that(done_sizes, 'finished')
+
     while True:
+      # A worker that told this PS it started counts as seen even if no
+      # probe caught it alive.
+      monitor.seen.update(workers_that(started_sizes, 'started'))
       finished = finished_workers()
       if len(finished) == spec.num_workers:
         log('%s: every worker finished; stopping' % spec.name)
@@ -635,10 +686,12 @@ def run_worker(spec, config, options, log=print):
       return False
 
   call = _Caller(tf, sess, monitor, options.op_timeout_secs, finished)
+  call(g.started_op, 'telling the PS tasks this worker started')
   restored_from = None
-  # As a context manager the session makes its graph the default: the
-  # Saver then runs graph ops, not eager ones.
-  with sess:
+  # The graph is the default so that the Saver runs graph ops, not eager
+  # ones. The session is closed only after success: closing it deregisters
+  # its graphs on every task, which blocks while a dead PS does not answer.
+  with sess.as_default(), g.graph.as_default():
     if spec.is_chief:
       call(g.global_init_op, 'initialising the variables')
       if g.saver is not None:
@@ -668,6 +721,7 @@ def run_worker(spec, config, options, log=print):
     total_seconds = 0.0
     global_batch = config.batch_size * host.num_gpus
     last_probe = time.time()
+    started_all = False
     if config.num_warmup_batches:
       log('Running warm up')
     for step in range(-config.num_warmup_batches, config.num_batches):
@@ -686,6 +740,12 @@ def run_worker(spec, config, options, log=print):
       out = call(fetches, 'running step %d' % (
           step + config.num_warmup_batches + 1))
       elapsed = time.time() - step_start
+      if sync and not started_all:
+        # A synchronous step passed every worker's barrier: all tasks are up,
+        # and from now on one that does not answer is dead.
+        monitor.seen.update(tf_config.task_name(job, i)
+                            for job, i, _ in spec.all_tasks())
+        started_all = True
       if (g.saver is not None and config.train_dir and
           options.save_model_steps and
           (step + config.num_warmup_batches + 1) %
@@ -704,6 +764,7 @@ def run_worker(spec, config, options, log=print):
     if g.saver is not None:
       _save(call, g, sess, config.train_dir, log)
     call(g.done_op, 'telling the PS tasks this worker finished')
+  sess.close()
 
   images_per_sec = None
   if step_times:
@@ -809,6 +870,14 @@ def run(args, argv, environ=None):
     return _fail('interrupted', 130)
 
 
+def exit_task(status):
+  """Ends a task process now. TensorFlow cannot stop a gRPC server, and its
+  teardown at interpreter exit may block; a task has nothing left to do."""
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(status)  # pylint: disable=protected-access
+
+
 def _fail(message, status):
   sys.stdout.flush()
   sys.stderr.write('variable_mgr_benchmark: error: %s\n' % message)
@@ -830,4 +899,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-  sys.exit(main())
+  exit_task(main())

@@ -1,0 +1,70 @@
+"""A task dies mid-run: every other task exits non-zero within the bound,
+naming it; no process is left. Asynchronous training runs and learns."""
+
+import json
+import os
+import signal
+import time
+
+import clusterlib
+
+OP_TIMEOUT = 5
+# The survivors' bound: one deadline, the PS's extra deadline of service, a
+# probe interval and the launcher's polling, with slack for a loaded machine.
+BOUND = 2 * OP_TIMEOUT + 15
+
+
+def _kill_mid_run(launch, victim, num_ps=1):
+  cluster = launch(clusterlib.BASE_FLAGS + [
+      '--variable_update', 'parameter_server', '--num_ps', str(num_ps),
+      '--num_workers', '2', '--num_batches', '100000',
+      '--op_timeout_secs', str(OP_TIMEOUT)])
+  # Both workers are training.
+  cluster.wait_for_line(r'^\[worker:1\] 2\t', clusterlib.HARD_TIMEOUT_SECS)
+  cluster.wait_for_line(r'^\[worker:0\] 2\t', 10)
+  pids = cluster.tasks()
+  os.kill(pids[victim], signal.SIGKILL)
+  killed_at = time.time()
+  status = cluster.finish(BOUND)
+  elapsed = time.time() - killed_at
+  assert status == 1, cluster.output
+  assert elapsed < BOUND, cluster.output
+  clusterlib.assert_all_gone(cluster)
+  summary = [l for l in cluster.lines if l.startswith('launcher: error:')]
+  assert summary == ['launcher: error: %s failed first (killed by SIGKILL); %s'
+                     % (victim, '; '.join(
+                         '%s: exit status 1' % name for name in sorted(pids)
+                         if name != victim))], cluster.output
+  for name in pids:
+    if name != victim:
+      errors = [l for l in cluster.lines
+                if l.startswith('[%s] variable_mgr_benchmark: error:' % name)]
+      assert len(errors) == 1, cluster.output
+      assert 'dead task: %s at 127.0.0.1:' % victim in errors[0], errors[0]
+
+
+def test_killed_worker_is_named_by_every_survivor(launch):
+  _kill_mid_run(launch, 'worker:1')
+
+
+def test_killed_ps_is_named_by_every_survivor(launch):
+  _kill_mid_run(launch, 'ps:0')
+
+
+def test_asynchronous_parameter_server_learns(launch, tmp_path):
+  output = str(tmp_path / 'async.json')
+  cluster = launch(clusterlib.BASE_FLAGS + [
+      '--variable_update', 'parameter_server', '--cross_replica_sync=false',
+      '--num_ps', '1', '--num_workers', '2', '--num_batches', '30',
+      '--op_timeout_secs', '30', '--output', output])
+  assert cluster.finish() == 0, cluster.output
+  clusterlib.assert_all_gone(cluster)
+  with open(output) as f:
+    summary = json.load(f)
+  for worker in summary['workers']:
+    losses = worker['losses']
+    assert len(losses) == 30
+    assert losses[-1] < 0.5 * losses[0], losses
+  # Every worker's update counts: 2 workers x 30 steps.
+  assert max(w['global_step'] for w in summary['workers']) == 60
+  assert 'asynchronous' in cluster.output
