@@ -108,10 +108,10 @@ def build_parser():
       help='all-reduce with NCCL (replicated on GPUs only)')
   add('--batch_size', type=_int_at_least(1), default=None,
       help='batch size per tower (default: the model\'s, 32)')
-  add('--num_batches', type=_int_at_least(0), default=50,
-      help='timed batches (default: %(default)s)')
-  add('--num_warmup_batches', type=_int_at_least(0), default=5,
-      help='untimed batches before timing (default: %(default)s)')
+  add('--num_batches', type=_int_at_least(0), default=None,
+      help='timed batches (default: 50; 10 a run with --compare)')
+  add('--num_warmup_batches', type=_int_at_least(0), default=None,
+      help='untimed batches before timing (default: 5; 2 with --compare)')
   add('--display_every', type=_int_at_least(1), default=10,
       help='print a progress line every this many steps (default: '
            '%(default)s)')
@@ -147,6 +147,8 @@ def build_parser():
       help='comma-separated strategies for --compare (default: all)')
   add('--compare_towers', type=_int_list, default=[1, 2, 4],
       help='comma-separated tower counts for --compare (default: 1,2,4)')
+  from variable_mgr.benchmark import distributed  # pylint: disable=g-import-not-at-top
+  distributed.add_flags(p)
   return p
 
 
@@ -157,6 +159,11 @@ def parse_args(argv=None):
     UsageError: a bad flag, with a one-line message.
   """
   args = build_parser().parse_args(argv)
+  # --compare runs many configurations: shorter runs by default.
+  if args.num_batches is None:
+    args.num_batches = 10 if args.compare else 50
+  if args.num_warmup_batches is None:
+    args.num_warmup_batches = 2 if args.compare else 5
   if args.compare and (args.train_dir or args.trace_file or
                        args.summary_dir):
     raise UsageError('--compare runs many configurations: drop --train_dir, '
@@ -214,12 +221,17 @@ def _fail(message, status):
 
 def main(argv=None):
   """Runs the command; returns the exit status."""
-  # Keep TensorFlow's C++ start-up chatter off stderr unless asked for.
-  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '1')
+  # TensorFlow's C++ info and warning lines (start-up, in-process servers
+  # closing) stay off stderr unless the caller sets TF_CPP_MIN_LOG_LEVEL.
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
   try:
     args = parse_args(argv)
   except UsageError as e:
     return _fail(e, 2)
+  from variable_mgr.benchmark import distributed  # pylint: disable=g-import-not-at-top
+  if distributed.is_requested(args):
+    return distributed.run_from_cli(
+        args, sys.argv[1:] if argv is None else argv)
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from variable_mgr import errors  # pylint: disable=g-import-not-at-top

@@ -262,11 +262,13 @@ def run_benchmark(config, host, session_target='', session_config=None,
     VariableMgrError: the manager refuses the configuration.
   """
   config = config.resolved()
-  _print_header(config, host, log)
-  log('Generating model')
   start = time.time()
+  # Built before anything is printed: a refused configuration prints only
+  # its error.
   g = build_training_graph(config, host)
   build_seconds = time.time() - start
+  _print_header(config, host, log)
+  log('Generated model in %.2f s' % build_seconds)
   if callable(session_target):
     session_target = session_target()
 

@@ -1,0 +1,175 @@
+"""`--compare`: a sweep over strategies x tower counts, as a table and a chart.
+
+Writes into the output directory:
+- `results.md`: images/sec, scaling efficiency and step time per run;
+- `results.png`: images/sec and scaling efficiency against the tower count,
+  one line per strategy (needs matplotlib: `pip install matplotlib`);
+- `results.json`: the same numbers.
+
+Scaling efficiency of a strategy at k towers is its images/sec divided by k
+times its own images/sec at one tower (1.0 = linear scaling). On virtual CPU
+devices all towers share the machine's cores, so expect it to fall with k:
+the sweep then compares the strategies' overheads, not real devices.
+"""
+
+import collections
+import json
+import os
+import sys
+
+TABLE_FILE = 'results.md'
+CHART_FILE = 'results.png'
+JSON_FILE = 'results.json'
+
+Row = collections.namedtuple(
+    'Row', 'strategy towers images_per_sec efficiency step_ms final_loss '
+           'error')
+
+
+def progress_bar(done, total, label, width=30, stream=None):
+  """Draws `[#####.....] done/total label` on one line of `stream`."""
+  stream = stream or sys.stdout
+  filled = int(round(width * done / float(total))) if total else width
+  line = '[%s%s] %d/%d %s' % ('#' * filled, '.' * (width - filled), done,
+                              total, label)
+  if stream.isatty():
+    stream.write('\r%-79s' % line)
+    if done == total:
+      stream.write('\n')
+  else:
+    stream.write(line + '\n')
+  stream.flush()
+
+
+def efficiencies(results):
+  """{(strategy, k): images/sec(k) / (k * images/sec(1))} where both exist.
+
+  Args:
+    results: {(strategy, towers): images_per_sec or None}.
+  """
+  out = {}
+  for (strategy, towers), ips in results.items():
+    base = results.get((strategy, 1))
+    if ips and base:
+      out[(strategy, towers)] = ips / (towers * base)
+  return out
+
+
+def _fmt(value, pattern):
+  return '-' if value is None else pattern % value
+
+
+def markdown_table(rows, title):
+  """The rows as a Markdown table, under a `## title` heading."""
+  lines = ['## %s' % title, '',
+           '| strategy | towers | images/sec | scaling efficiency | '
+           'step (ms) | final loss |',
+           '|---|---:|---:|---:|---:|---:|']
+  for r in rows:
+    if r.error:
+      lines.append('| %s | %d | refused: %s | | | |' %
+                   (r.strategy, r.towers, r.error.replace('|', '/')))
+      continue
+    lines.append('| %s | %d | %s | %s | %s | %s |' % (
+        r.strategy, r.towers, _fmt(r.images_per_sec, '%.1f'),
+        _fmt(r.efficiency, '%.2f'), _fmt(r.step_ms, '%.1f'),
+        _fmt(r.final_loss, '%.3f')))
+  return '\n'.join(lines) + '\n'
+
+
+def write_chart(rows, path, title):
+  """Draws images/sec and efficiency against towers; False w/o matplotlib."""
+  try:
+    import matplotlib  # pylint: disable=g-import-not-at-top
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return False
+  fig, (speed_ax, eff_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
+  for strategy in sorted(set(r.strategy for r in rows)):
+    mine = [r for r in rows if r.strategy == strategy and not r.error]
+    towers = [r.towers for r in mine]
+    speed_ax.plot(towers, [r.images_per_sec for r in mine], marker='o',
+                  label=strategy)
+    eff = [(r.towers, r.efficiency) for r in mine if r.efficiency is not None]
+    if eff:
+      eff_ax.plot([t for t, _ in eff], [e for _, e in eff], marker='o',
+                  label=strategy)
+  all_towers = sorted(set(r.towers for r in rows))
+  for ax, ylabel in ((speed_ax, 'images/sec'),
+                     (eff_ax, 'scaling efficiency vs 1 tower')):
+    ax.set_xlabel('towers')
+    ax.set_ylabel(ylabel)
+    ax.set_xticks(all_towers)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize='small')
+  eff_ax.axhline(1.0, color='grey', linestyle='--', linewidth=1)
+  eff_ax.set_ylim(bottom=0)
+  fig.suptitle(title)
+  fig.tight_layout()
+  fig.savefig(path, dpi=100)
+  plt.close(fig)
+  return True
+
+
+def run_compare(args, log=print):
+  """Runs the sweep of the parsed flags and writes the files.
+
+  Every configuration the library refuses (e.g. --staged_vars with
+  replicated) becomes a 'refused' row instead of stopping the sweep.
+
+  Returns:
+    The list of Rows.
+  """
+  from variable_mgr import errors  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark import cli  # pylint: disable=g-import-not-at-top
+
+  towers = sorted(set([1] + list(args.compare_towers)))
+  runs = [(s, k) for s in args.compare_strategies for k in towers]
+  speeds, outcomes = {}, {}
+  for i, (strategy, k) in enumerate(runs):
+    progress_bar(i, len(runs), '%s x%d' % (strategy, k))
+    config = cli.config_from_args(args, variable_update=strategy, num_gpus=k)
+    try:
+      result = cli.run_one(config, log=lambda *_: None)
+    except errors.VariableMgrError as e:
+      outcomes[(strategy, k)] = str(e)
+      continue
+    speeds[(strategy, k)] = result['images_per_sec']
+    outcomes[(strategy, k)] = result
+  progress_bar(len(runs), len(runs), 'done')
+
+  eff = efficiencies(speeds)
+  rows = []
+  for strategy, k in runs:
+    outcome = outcomes[(strategy, k)]
+    if not isinstance(outcome, dict):
+      rows.append(Row(strategy, k, None, None, None, None, outcome))
+      continue
+    ips = outcome['images_per_sec']
+    step_ms = None
+    if ips:
+      step_ms = 1000.0 * outcome['config']['batch_size'] * k / ips
+    rows.append(Row(strategy, k, ips, eff.get((strategy, k)), step_ms,
+                    outcome['final_loss'], None))
+
+  first = next((o for o in outcomes.values() if isinstance(o, dict)), None)
+  batch = first['config']['batch_size'] if first else args.batch_size
+  title = '%s, batch %s per tower, %d timed batches' % (
+      args.model, batch, args.num_batches)
+  os.makedirs(args.compare_dir, exist_ok=True)
+  table = markdown_table(rows, title)
+  with open(os.path.join(args.compare_dir, TABLE_FILE), 'w') as f:
+    f.write(table)
+  with open(os.path.join(args.compare_dir, JSON_FILE), 'w') as f:
+    json.dump([r._asdict() for r in rows], f, indent=2)
+    f.write('\n')
+  log(table)
+  log('Wrote %s' % os.path.join(args.compare_dir, TABLE_FILE))
+  chart = os.path.join(args.compare_dir, CHART_FILE)
+  if write_chart(rows, chart, title):
+    log('Wrote %s' % chart)
+  else:
+    log('matplotlib is not installed: no chart written '
+        '(pip install matplotlib, or pip install variable_mgr[plot])')
+  return rows
