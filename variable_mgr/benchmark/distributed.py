@@ -885,6 +885,15 @@ def _fail(message, status):
   return status
 
 
+def run_from_cli(args, argv):
+  """`variable_mgr_benchmark` with cluster flags: the launcher returns its
+  status; a task ends the process with its status (see `exit_task`)."""
+  status = run(args, list(argv))
+  if args.launch_local_cluster:
+    return status
+  exit_task(status)
+
+
 def main(argv=None):
   """`python -m variable_mgr.benchmark.distributed`: the benchmark command
   with the cluster flags, run as a cluster task or launcher."""

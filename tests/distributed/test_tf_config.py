@@ -1,0 +1,138 @@
+"""Cluster flags and TF_CONFIG: each mistake gives one error that names the
+value, the rule and the fix."""
+
+import json
+
+import pytest
+
+from variable_mgr import errors
+from variable_mgr.benchmark import distributed
+from variable_mgr.benchmark import launcher
+from variable_mgr.benchmark import tf_config
+
+PS = ['127.0.0.1:2222']
+WORKERS = ['127.0.0.1:2223', '127.0.0.1:2224']
+
+
+def _env(config):
+  return {'TF_CONFIG': config if isinstance(config, str)
+          else json.dumps(config)}
+
+
+def test_flags_give_the_task():
+  spec = tf_config.resolve('worker', 1, ','.join(PS), ','.join(WORKERS), {})
+  assert spec == tf_config.TaskSpec('worker', 1, PS, WORKERS)
+  assert spec.name == 'worker:1' and not spec.is_chief
+  assert spec.address == WORKERS[1]
+
+
+def test_tf_config_chief_is_worker_zero():
+  spec = tf_config.resolve(environ=_env({
+      'cluster': {'chief': WORKERS[:1], 'worker': WORKERS[1:], 'ps': PS},
+      'task': {'type': 'worker', 'index': 0}}))
+  assert spec == tf_config.TaskSpec('worker', 1, PS, WORKERS)
+  chief = tf_config.resolve(environ=_env({
+      'cluster': {'chief': WORKERS[:1], 'worker': WORKERS[1:], 'ps': PS},
+      'task': {'type': 'chief', 'index': 0}}))
+  assert chief.is_chief
+
+
+def test_flags_win_over_tf_config():
+  spec = tf_config.resolve('ps', 0, PS, WORKERS, _env('not json'))
+  assert spec.job_name == 'ps'
+
+
+def test_no_cluster_is_a_local_run():
+  assert tf_config.resolve(environ={}) is None
+
+
+def test_malformed_json():
+  with pytest.raises(tf_config.MalformedTfConfigError) as e:
+    tf_config.resolve(environ=_env('{"cluster": {"ps": ['))
+  message = str(e.value)
+  assert 'TF_CONFIG=\'{"cluster": {"ps": [\'' in message
+  assert 'is not valid JSON' in message and 'set it to an object' in message
+  assert isinstance(e.value, errors.VariableMgrError)
+
+
+def test_missing_task():
+  with pytest.raises(tf_config.MissingTaskError) as e:
+    tf_config.resolve(environ=_env({'cluster': {'ps': PS,
+                                                'worker': WORKERS}}))
+  assert 'has no "task"' in str(e.value)
+  assert '"task": {"type": "worker", "index": 0}' in str(e.value)
+
+
+def test_task_type_not_in_cluster():
+  with pytest.raises(tf_config.MissingTaskError) as e:
+    tf_config.resolve(environ=_env({'cluster': {'ps': PS,
+                                                'worker': WORKERS},
+                                    'task': {'type': 'chief', 'index': 0}}))
+  assert "task type 'chief'" in str(e.value)
+
+
+def test_index_out_of_range():
+  with pytest.raises(tf_config.TaskIndexError) as e:
+    tf_config.resolve(environ=_env({'cluster': {'ps': PS,
+                                                'worker': WORKERS},
+                                    'task': {'type': 'worker', 'index': 2}}))
+  assert 'task index 2 is out of range' in str(e.value)
+  assert 'the index must be 0..1' in str(e.value)
+
+
+def test_flag_index_out_of_range():
+  with pytest.raises(tf_config.TaskIndexError) as e:
+    tf_config.resolve('ps', 1, PS, WORKERS, {})
+  assert '--task_index=1' in str(e.value)
+  assert 'the ps job has 1 task(s)' in str(e.value)
+
+
+def test_host_without_port():
+  with pytest.raises(tf_config.HostAddressError) as e:
+    tf_config.resolve('worker', 0, '127.0.0.1', WORKERS, {})
+  assert "host '127.0.0.1'" in str(e.value)
+  assert "'127.0.0.1:2222'" in str(e.value)
+
+
+def test_tf_config_host_without_port():
+  with pytest.raises(tf_config.HostAddressError):
+    tf_config.resolve(environ=_env({'cluster': {'ps': ['ps0'],
+                                                'worker': WORKERS},
+                                    'task': {'type': 'ps', 'index': 0}}))
+
+
+def test_hosts_without_job_name():
+  with pytest.raises(tf_config.MissingTaskError) as e:
+    tf_config.resolve(None, 0, PS, WORKERS, {})
+  assert 'without --job_name' in str(e.value)
+
+
+def test_bad_flag_in_a_task_exits_2(capsys):
+  status = distributed.main(['--job_name', 'worker', '--task_index', '3',
+                             '--ps_hosts', PS[0], '--worker_hosts',
+                             ','.join(WORKERS)])
+  assert status == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and 'out of range' in err[0]
+
+
+def test_async_distributed_replicated_is_refused():
+  with pytest.raises(distributed.ClusterOptionsError) as e:
+    distributed._check_options(
+        type('Config', (), {'variable_update': 'distributed_replicated'}),
+        sync=False)
+  assert 'asynchronous updates exist only for parameter_server' in str(
+      e.value)
+
+
+def test_launcher_refuses_task_flags(capsys):
+  args = distributed.build_parser().parse_args(
+      ['--launch_local_cluster', '--job_name', 'ps'])
+  assert launcher.main(args, ['--launch_local_cluster', '--job_name',
+                              'ps']) == 2
+  assert '--launch_local_cluster picks every task' in capsys.readouterr().err
+
+
+def test_free_ports_are_distinct_loopback_ports():
+  ports = launcher.free_ports(5)
+  assert len(set(ports)) == 5
