@@ -1,0 +1,248 @@
+"""Where the distributed strategies and NCCL put things, read off the built
+graph (nothing runs, except the NCCL test on a machine with two GPUs).
+
+The cluster is two PS tasks and two workers; this is worker 0 with two
+towers. The model has four variables of known byte sizes, so the greedy
+byte-size balancing over the PS tasks can be computed by hand.
+"""
+
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import visible_gpus
+import seed_harness
+import test_conformance
+import variable_mgr
+
+tf1 = tf.compat.v1
+CLUSTER = {'ps': ['h:2222', 'h:2223'], 'worker': ['h:2224', 'h:2225']}
+
+# name, shape, dtype, bytes.
+VARIABLES = [('a', [100], tf.float32, 400), ('b', [60], tf.float64, 480),
+             ('c', [50], tf.float32, 200), ('d', [70], tf.float32, 280)]
+# Least loaded task first, first on a tie: a->0 (400, 0); b->1 (400, 480);
+# c->0 (600, 480); d->1 (600, 760). By element count, d would go to task 0.
+EXPECTED_TASKS = {'a': 0, 'b': 1, 'c': 0, 'd': 1}
+
+
+def _model():
+  variables = [tf1.get_variable(n, s, d) for n, s, d, _ in VARIABLES]
+  return tf.add_n([tf.reduce_sum(tf.cast(v, tf.float32)) for v in variables])
+
+
+def _build(mgr, host, num_towers, model=_model, train=True):
+  """The harness protocol, as REFERENCE section 1 orders it."""
+  host.devices = mgr.get_devices()
+  device_grads = []
+  for d in range(num_towers):
+    with mgr.create_outer_variable_scope(d), tf.name_scope('tower_%d' % d):
+      with tf1.device(host.devices[d]):
+        loss = model()
+        params = mgr.trainable_variables_on_device(d)
+        grads = tf.gradients(loss, params)
+        refs = mgr.trainable_variables_on_device(d, writable=True)
+        device_grads.append(zip(grads, refs))
+  training_ops = []
+  if train:
+    apply_devices, state = mgr.preprocess_device_grads(device_grads)
+    opt = tf1.train.GradientDescentOptimizer(0.5)
+    for i, dev in enumerate(apply_devices):
+      with tf1.device(dev):
+        grads = mgr.get_gradients_to_apply(i, state)
+        mgr.append_apply_gradients_ops(state, opt, grads, training_ops)
+  return training_ops
+
+
+def _spec(device):
+  return tf.DeviceSpec.from_string(device)
+
+
+def _canonical(device):
+  return _spec(device).to_string()
+
+
+def _read_source(tensor):
+  """The variable op a chain of reads starts from, or None."""
+  op = tensor.op
+  while op.type in ('Identity', 'ReadVariableOp') and op.inputs:
+    op = op.inputs[0].op
+  return op.name if op.type in ('VariableV2', 'VarHandleOp') else None
+
+
+def _cluster_host():
+  return variable_mgr.ClusterBenchmarkCnn(CLUSTER, task_index=0, num_towers=2)
+
+
+def _by_short_name(variables):
+  return dict((v.op.name.split('/')[-1], v) for v in variables)
+
+
+@pytest.mark.parametrize('staged', [False, True])
+def test_distributed_ps_balances_variables_by_bytes(staged, variable_kind):
+  with tf.Graph().as_default() as graph:
+    host = _cluster_host()
+    mgr = variable_mgr.create('parameter_server', host, staged_vars=staged)
+    assert isinstance(mgr, (
+        variable_mgr.VariableMgrDistributedFetchFromStagedPS if staged else
+        variable_mgr.VariableMgrDistributedFetchFromPS))
+    training_ops = _build(mgr, host, 2)
+    assert training_ops
+    global_vars = tf1.global_variables()
+    assert sorted(v.op.name for v in global_vars) == [
+        'v/a', 'v/b', 'v/c', 'v/d']
+    assert not tf1.local_variables()
+    for name, var in _by_short_name(global_vars).items():
+      spec = _spec(var.device)
+      assert (spec.job, spec.task) == ('ps', EXPECTED_TASKS[name]), (
+          name, var.device)
+    # Every placed op is on this worker or on a PS (unplaced ones are
+    # initializers colocated with their variable, and control-only NoOps).
+    for op in graph.get_operations():
+      spec = _spec(op.device)
+      if not op.device:
+        assert (op.type == 'NoOp' or
+                op.colocation_groups() != [b'loc:@' + op.name.encode()]), (
+                    op.name)
+        continue
+      assert (spec.job, spec.task) in (('worker', 0), ('ps', 0), ('ps', 1)), (
+          op.name, op.device)
+    if staged:
+      stages = [op for op in graph.get_operations() if op.type == 'Stage']
+      # One staging area a variable a tower (no non-trainable variables).
+      assert len(stages) == len(VARIABLES) * 2
+      assert sorted(_canonical(op.device) for op in stages) == sorted(
+          _canonical(d) for d in host.raw_devices * len(VARIABLES))
+      assert len(mgr.staged_vars_on_cpu) == len(VARIABLES)
+      for cached in mgr.staged_vars_on_cpu.values():
+        assert _canonical(cached.device) == _canonical(host.cpu_device)
+
+
+def test_distributed_ps_caches_on_the_worker(variable_kind):
+  """The towers read the PS variables through a cache on this worker's
+  CPU (small variables, and every variable with local_parameter_device
+  'cpu'), not once a tower."""
+  with tf.Graph().as_default():
+    host = _cluster_host()
+    mgr = variable_mgr.create('parameter_server', host)
+    _build(mgr, host, 2, train=False)
+    variable_ops = set(v.op.name for v in tf1.global_variables())
+    tower_reads = set()
+    for op in tf1.get_default_graph().get_operations():
+      if re.search(r'(^|/)tower_\d+/', op.name):
+        for tensor in op.inputs:
+          source = _read_source(tensor)
+          if source in variable_ops:
+            tower_reads.add((source, tensor.op.name, tensor.op.device))
+  # Both towers read the one cached copy of each variable.
+  assert sorted(source for source, _, _ in tower_reads) == [
+      'v/a', 'v/b', 'v/c', 'v/d']
+  assert set(_canonical(device) for _, _, device in tower_reads) == {
+      _canonical(host.cpu_device)}
+
+
+def test_distributed_replicated_locals_and_masters(variable_kind):
+  with tf.Graph().as_default() as graph:
+    host = _cluster_host()
+    mgr = variable_mgr.create('distributed_replicated', host)
+    training_ops = _build(mgr, host, 2)
+    post_init = mgr.get_post_init_ops()
+    to_save = mgr.get_variables_to_save()
+    local_vars = tf1.local_variables()
+    global_vars = tf1.global_variables()
+    trainable = tf1.trainable_variables()
+  assert sorted(v.op.name for v in local_vars) == sorted(
+      'v%d/%s' % (d, n) for d in range(2) for n in 'abcd')
+  assert sorted(v.op.name for v in global_vars) == [
+      'ps_var/v0/a', 'ps_var/v0/b', 'ps_var/v0/c', 'ps_var/v0/d']
+  # The tower copies stay trainable (the towers differentiate them).
+  assert set(v.op.name for v in local_vars) <= set(
+      v.op.name for v in trainable)
+  for var in local_vars:
+    d = int(var.op.name.split('/')[0][1:])
+    assert _canonical(var.device) == _canonical(host.raw_devices[d]), (
+        var.op.name, var.device)
+  for name, master in _by_short_name(global_vars).items():
+    spec = _spec(master.device)
+    assert (spec.job, spec.task) == ('ps', EXPECTED_TASKS[name]), (
+        name, master.device)
+  # Each master's update is followed by a copy into both towers' copies.
+  assert len(training_ops) == len(VARIABLES) * 2
+  assert len(post_init) == len(VARIABLES) * 2
+  assert sorted((k, v.op.name) for k, v in to_save.items()) == [
+      (n, 'ps_var/v0/' + n) for n in 'abcd']
+
+
+@pytest.mark.parametrize('num_towers', [2, 3])
+@pytest.mark.parametrize('reduction', [None, 'mean'])
+def test_nccl_graph_one_all_reduce_per_tower_and_gradient(num_towers,
+                                                          reduction):
+  with tf.Graph().as_default() as graph:
+    host = variable_mgr.LocalBenchmarkCnn(num_towers, device='gpu')
+    mgr = variable_mgr.create('replicated', host, use_nccl=True,
+                              reduction=reduction)
+    training_ops = _build(mgr, host, num_towers)
+  nccl = [op for op in graph.get_operations() if op.type == 'NcclAllReduce']
+  assert len(nccl) == num_towers * len(VARIABLES)
+  per_device = {}
+  for op in nccl:
+    spec = _spec(op.device)
+    assert spec.device_type == 'GPU', op.device
+    per_device.setdefault(spec.device_index, []).append(op)
+    assert op.get_attr('num_devices') == num_towers
+    assert op.get_attr('reduction') == b'sum'
+  assert sorted(per_device) == list(range(num_towers))
+  assert all(len(ops) == len(VARIABLES) for ops in per_device.values())
+  # Tower d's updates read its own all-reduce outputs.
+  assert len(training_ops) == num_towers
+  for d, train_op in enumerate(training_ops):
+    assert _spec(train_op.device).device_index == d
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(len(visible_gpus()) < 2,
+                    reason='NCCL runs only between two or more real GPUs; '
+                    'this machine has %d' % len(visible_gpus()))
+@pytest.mark.parametrize('reduction', [None, 'mean'])
+def test_nccl_replicated_runs_against_numpy(reduction):
+  num_towers = min(len(visible_gpus()), 4)
+  batches = test_conformance.make_batches(num_towers, np.float32)
+  graph = tf.Graph()
+  with graph.as_default():
+    host = variable_mgr.LocalBenchmarkCnn(num_towers, device='gpu')
+    mgr = variable_mgr.create('replicated', host, use_nccl=True,
+                              reduction=reduction)
+    inputs = []
+
+    def model():
+      x = tf1.placeholder(tf.float32, [6, seed_harness.IN])
+      y = tf1.placeholder(tf.float32, [6, seed_harness.OUT])
+      inputs.append((x, y))
+      return seed_harness.model(x, y)
+
+    train_op = tf.group(*_build(mgr, host, num_towers, model=model))
+    init = tf1.global_variables_initializer()
+    post_init = mgr.get_post_init_ops()
+    towers = [dict((v.op.name.split('/')[-1], v)
+                   for v in tf1.global_variables()
+                   if v.op.name.startswith('v%d/' % d))
+              for d in range(num_towers)]
+  config = tf1.ConfigProto(allow_soft_placement=False)
+  with tf1.Session(graph=graph, config=config) as sess:
+    sess.run(init)
+    sess.run(post_init)
+    start = sess.run(towers[0])
+    expected = test_conformance.reference(start, batches, reduction or 'sum')
+    for step, step_batches in enumerate(batches):
+      feeds = {}
+      for (x, y), (bx, by) in zip(inputs, step_batches):
+        feeds[x] = bx
+        feeds[y] = by
+      sess.run(train_op, feeds)
+      for d in range(num_towers):
+        got = sess.run(towers[d])
+        for k in seed_harness.VARIABLES:
+          np.testing.assert_allclose(got[k], expected[step][d][k],
+                                     rtol=2e-5, atol=2e-6)
