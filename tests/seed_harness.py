@@ -80,7 +80,8 @@ class Run(object):
         for staging_ops in mgr.staging_vars_on_devices:
           self.put_ops.extend(put for put, _ in staging_ops.values())
       apply_devices, state = mgr.preprocess_device_grads(device_grads)
-      opt = tf1.train.GradientDescentOptimizer(LEARNING_RATE)
+      # A float64 learning rate: a Python float would be rounded to float32.
+      opt = tf1.train.GradientDescentOptimizer(tf.constant(LEARNING_RATE, dtype))
       training_ops = []
       for i, dev in enumerate(apply_devices):
         with tf1.device(dev):

@@ -181,10 +181,6 @@ def test_float16_accumulates_in_float32(function, use_mean, expected):
     assert np.isinf(got_narrow).all()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'aggregation._sum scales by tf.cast(1.0 / count, dtype): the Python '
-    'float becomes a float32 constant before the cast, so a float64 mean '
-    'over 3 or 5 towers is off by ~3e-8 relative (replicated._scale too)'))
 @pytest.mark.parametrize('sparse', [False, True])
 @pytest.mark.parametrize('num_towers', [3, 5])
 def test_float64_mean_scales_in_float64(num_towers, sparse):

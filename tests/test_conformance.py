@@ -14,7 +14,7 @@ from seed_harness import VARIABLES
 
 STEPS = 3
 TOLERANCE = {np.float32: dict(rtol=2e-5, atol=2e-6),
-             np.float64: dict(rtol=1e-6, atol=1e-8)}  # TF kernels, not NumPy
+             np.float64: dict(rtol=1e-12, atol=1e-13)}
 
 # name -> (create() arguments, host arguments, how the towers combine)
 STRATEGIES = {

@@ -34,6 +34,12 @@ def _tower_lists(tower_grads):
   return [list(grads) for grads in tower_grads]
 
 
+def scale(tensor, factor):
+  """`tensor * factor`, the factor made in `tensor`'s own dtype (a Python
+  float cast from float32 would cost float64 its precision)."""
+  return tensor * tf.constant(factor, dtype=tensor.dtype)
+
+
 def _sum(grads, use_mean, accumulation_dtype=None):
   """Sum (or mean) of one variable's gradients over towers, on the current
   device. All None gives None; IndexedSlices stay sparse."""
@@ -43,7 +49,7 @@ def _sum(grads, use_mean, accumulation_dtype=None):
   if all(isinstance(g, IndexedSlices) for g in grads):
     values = tf.concat([g.values for g in grads], 0)
     if use_mean and count > 1:
-      values = values * tf.cast(1.0 / count, values.dtype)
+      values = scale(values, 1.0 / count)
     return IndexedSlices(values, tf.concat([g.indices for g in grads], 0),
                          grads[0].dense_shape)
   grads = [tf.convert_to_tensor(g) for g in grads]
@@ -52,7 +58,7 @@ def _sum(grads, use_mean, accumulation_dtype=None):
     grads = [tf.cast(g, accumulation_dtype) for g in grads]
   total = tf.add_n(grads) if count > 1 else grads[0]
   if use_mean and count > 1:
-    total = total * tf.cast(1.0 / count, total.dtype)
+    total = scale(total, 1.0 / count)
   if total.dtype != dtype:
     total = tf.cast(total, dtype)
   return total

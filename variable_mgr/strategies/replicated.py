@@ -150,4 +150,4 @@ class VariableMgrLocalReplicated(base.VariableMgr):
 
 def _scale(grad, factor, device):
   with tf.device(device):
-    return grad * tf.cast(factor, grad.dtype)
+    return aggregation.scale(grad, factor)
