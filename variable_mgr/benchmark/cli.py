@@ -109,7 +109,7 @@ def build_parser():
   add('--batch_size', type=_int_at_least(1), default=None,
       help='batch size per tower (default: the model\'s, 32)')
   add('--num_batches', type=_int_at_least(0), default=None,
-      help='timed batches (default: 50; 10 a run with --compare)')
+      help='timed batches (default: 30; 10 a run with --compare)')
   add('--num_warmup_batches', type=_int_at_least(0), default=None,
       help='untimed batches before timing (default: 5; 2 with --compare)')
   add('--display_every', type=_int_at_least(1), default=10,
@@ -161,7 +161,7 @@ def parse_args(argv=None):
   args = build_parser().parse_args(argv)
   # --compare runs many configurations: shorter runs by default.
   if args.num_batches is None:
-    args.num_batches = 10 if args.compare else 50
+    args.num_batches = 10 if args.compare else 30
   if args.num_warmup_batches is None:
     args.num_warmup_batches = 2 if args.compare else 5
   if args.compare and (args.train_dir or args.trace_file or

@@ -40,7 +40,7 @@ _CONFIG_FIELDS = collections.OrderedDict([
     ('staged_vars', False),
     ('use_nccl', False),
     ('batch_size', None),
-    ('num_batches', 50),
+    ('num_batches', 30),
     ('num_warmup_batches', 5),
     ('display_every', 10),
     ('optimizer', 'sgd'),
