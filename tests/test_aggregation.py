@@ -18,14 +18,6 @@ tf1 = tf.compat.v1
 TOLERANCE = {np.float16: dict(rtol=1e-2, atol=1e-2),
              np.float32: dict(rtol=1e-5, atol=1e-6),
              np.float64: dict(rtol=1e-12, atol=1e-12)}
-# The float64 mean over 3 or 5 towers is off by ~3e-8 (see
-# test_float64_mean_scales_in_float64); the property tests leave those cases
-# to it until that is fixed.
-def _exact_factor(dtype, use_mean, num_towers):
-  return not (use_mean and dtype == np.float64 and
-              num_towers & (num_towers - 1))
-
-
 SETTINGS = hypothesis.settings(
     max_examples=20, deadline=None, derandomize=True, database=None,
     phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate],
@@ -80,7 +72,6 @@ def _variables(shapes, dtype, num_towers):
     seed=st.integers(0, 2**16))
 def test_dense_matches_numpy(function, dtype, num_towers, shapes, none_mask,
                              use_mean, spread, seed):
-  hypothesis.assume(_exact_factor(dtype, use_mean, num_towers))
   rng = np.random.RandomState(seed)
   values = [[np.asarray(rng.randn(*shape), dtype) for shape in shapes]
             for _ in range(num_towers)]
@@ -128,7 +119,6 @@ def test_indexed_slices_sum_sparsely(function, dtype, num_towers, rows,
                                      use_mean, seed):
   """Gradients of a gather: summed as IndexedSlices (repeated rows too),
   whose dense form is the NumPy sum of the dense gradients."""
-  hypothesis.assume(_exact_factor(dtype, use_mean, num_towers))
   rng = np.random.RandomState(seed)
   dense_shape = (6, 3)
   tower_rows = rows[:num_towers]
