@@ -82,6 +82,22 @@ class GradientState(object):
     self.gate = gate
 
 
+def _floating_dtype(dtype):
+  """`dtype` as a floating tf.DType (None stays None)."""
+  if dtype is None:
+    return None
+  try:
+    result = tf.as_dtype(dtype)
+  except TypeError:
+    result = None
+  if result is None or not result.is_floating:
+    raise errors.InvalidOptionError(
+        'accumulation_dtype=%r: must be a floating dtype such as tf.float32 '
+        'or \'float32\', or None to add gradients in their own dtype.' %
+        (dtype,))
+  return result
+
+
 def _gradient_ops(grads):
   """The ops producing `grads` (tensors or IndexedSlices; None skipped)."""
   result = []
@@ -102,18 +118,22 @@ class VariableMgr(abc.ABC):
     benchmark_cnn: the host object (see `variable_mgr.interface`).
     reduction: 'mean' or 'sum' over towers; None for the strategy's default
       (`default_reduction`).
+    accumulation_dtype: a floating dtype (e.g. tf.float32) in which float16
+      gradients are added up before being cast back, so that a sum that fits
+      float16 does not overflow on the way; None adds in the gradient's dtype.
 
   Raises:
     InterfaceError: the host lacks an attribute the strategy reads.
     TowerCountError: no towers, or `num_gpus` disagrees with `raw_devices`.
     DuplicateDeviceError: two towers on the same device.
-    InvalidOptionError: `reduction` is not 'mean' or 'sum'.
+    InvalidOptionError: `reduction` is not 'mean' or 'sum', or
+      `accumulation_dtype` is not a floating dtype.
   """
 
   default_reduction = 'mean'
   required_attributes = interface.LOCAL_ATTRIBUTES
 
-  def __init__(self, benchmark_cnn, reduction=None):
+  def __init__(self, benchmark_cnn, reduction=None, accumulation_dtype=None):
     interface.check_interface(benchmark_cnn, self.required_attributes)
     self.benchmark_cnn = benchmark_cnn
     self.staging_delta_ops = []
@@ -126,6 +146,7 @@ class VariableMgr(abc.ABC):
           (reduction, ' or '.join(repr(r) for r in REDUCTIONS),
            self.default_reduction))
     self.reduction = reduction
+    self.accumulation_dtype = _floating_dtype(accumulation_dtype)
     self._check_towers(list(benchmark_cnn.raw_devices), benchmark_cnn.num_gpus)
     self._check_config()
 

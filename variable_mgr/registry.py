@@ -43,7 +43,8 @@ _STRATEGY_OPTIONS = collections.OrderedDict([
 ])
 
 
-def create(variable_update, benchmark_cnn, reduction=None, **options):
+def create(variable_update, benchmark_cnn, reduction=None,
+           accumulation_dtype=None, **options):
   """Builds the manager for `--variable_update=variable_update`.
 
   A host whose `cluster` is not None gets the distributed variant.
@@ -53,6 +54,8 @@ def create(variable_update, benchmark_cnn, reduction=None, **options):
     benchmark_cnn: the host object (see `variable_mgr.interface`).
     reduction: 'mean' or 'sum' over towers; None for the strategy's default
       (replicated: 'sum'; parameter_server, distributed_replicated: 'mean').
+    accumulation_dtype: e.g. 'float32': add float16 gradients in this dtype
+      (not for independent, which adds nothing).
     **options: strategy options, each valid for one strategy:
       staged_vars (parameter_server): read variables through StagingAreas.
       use_nccl (replicated): all-reduce with NCCL, GPU towers only.
@@ -79,7 +82,8 @@ def create(variable_update, benchmark_cnn, reduction=None, **options):
   for name, value in sorted(options.items()):
     if name not in _STRATEGY_OPTIONS:
       raise errors.InvalidOptionError(
-          '%s=%r is not an option; the options are: reduction, %s.' %
+          '%s=%r is not an option; the options are: reduction, '
+          'accumulation_dtype, %s.' %
           (name, value, ', '.join(_STRATEGY_OPTIONS)))
     owner, default = _STRATEGY_OPTIONS[name]
     if value != default and owner != variable_update:
@@ -103,5 +107,7 @@ def create(variable_update, benchmark_cnn, reduction=None, **options):
         'replicated.' % variable_update)
   if variable_update == 'replicated':
     use_nccl = options.pop('use_nccl', False)
-    return cls(benchmark_cnn, use_nccl, reduction=reduction, **options)
-  return cls(benchmark_cnn, reduction=reduction)
+    return cls(benchmark_cnn, use_nccl, reduction=reduction,
+               accumulation_dtype=accumulation_dtype, **options)
+  return cls(benchmark_cnn, reduction=reduction,
+             accumulation_dtype=accumulation_dtype)

@@ -49,7 +49,8 @@ class VariableMgrDistributedReplicated(base.VariableMgr):
 
   def _gradients_to_apply(self, device_num, state):
     agg = aggregation.aggregate_gradients_using_copy_with_device_selection(
-        self.benchmark_cnn, state.tower_grads, self.use_mean)
+        self.benchmark_cnn, state.tower_grads, self.use_mean,
+        self.accumulation_dtype)
     masters = state.payload  # master variable name -> gradient index
     result = []
     for i, (g, v) in enumerate(agg):

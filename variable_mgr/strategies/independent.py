@@ -14,15 +14,18 @@ class VariableMgrIndependent(base.VariableMgr):
   then diverge as each trains on its own data. Checkpoints hold tower 0.
 
   Raises:
-    InvalidOptionError: a `reduction` is given (nothing is reduced here).
+    InvalidOptionError: a `reduction` or `accumulation_dtype` is given
+      (nothing is reduced here).
   """
 
-  def __init__(self, benchmark_cnn, reduction=None):
-    if reduction is not None:
-      raise errors.InvalidOptionError(
-          'reduction=%r with independent: independent towers never combine '
-          'gradients; leave reduction unset or pick parameter_server or '
-          'replicated.' % (reduction,))
+  def __init__(self, benchmark_cnn, reduction=None, accumulation_dtype=None):
+    for name, value in (('reduction', reduction),
+                        ('accumulation_dtype', accumulation_dtype)):
+      if value is not None:
+        raise errors.InvalidOptionError(
+            '%s=%r with independent: independent towers never combine '
+            'gradients; leave %s unset or pick parameter_server or '
+            'replicated.' % (name, value, name))
     super(VariableMgrIndependent, self).__init__(benchmark_cnn)
 
   def each_tower_has_variables(self):

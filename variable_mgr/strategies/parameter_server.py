@@ -71,7 +71,7 @@ class VariableMgrLocalFetchFromPS(_SharedVariablesMgr):
 
   def _gradients_to_apply(self, device_num, state):
     return aggregation.aggregate_gradients_using_copy_with_variable_colocation(
-        state.tower_grads, self.use_mean)
+        state.tower_grads, self.use_mean, self.accumulation_dtype)
 
   def get_devices(self):
     raw_devices = self.benchmark_cnn.raw_devices
@@ -87,9 +87,9 @@ class VariableMgrLocalFetchFromStagedPS(_StagedMixin,
                                         VariableMgrLocalFetchFromPS):
   """Local parameter server read through staging areas on each tower."""
 
-  def __init__(self, benchmark_cnn, reduction=None):
+  def __init__(self, benchmark_cnn, reduction=None, accumulation_dtype=None):
     super(VariableMgrLocalFetchFromStagedPS, self).__init__(
-        benchmark_cnn, reduction)
+        benchmark_cnn, reduction, accumulation_dtype)
     self._init_staging()
 
 
@@ -118,7 +118,7 @@ class VariableMgrDistributedFetchFromPS(_SharedVariablesMgr):
 
   def _gradients_to_apply(self, device_num, state):
     return aggregation.aggregate_gradients_using_copy(
-        state.tower_grads, self.use_mean)
+        state.tower_grads, self.use_mean, self.accumulation_dtype)
 
   def get_devices(self):
     ps_strategy = placement.GreedyLoadBalancingStrategy(
@@ -134,9 +134,9 @@ class VariableMgrDistributedFetchFromStagedPS(
   """Distributed parameter server read through staging areas, each variable
   copied once a step from the PS to the worker CPU."""
 
-  def __init__(self, benchmark_cnn, reduction=None):
+  def __init__(self, benchmark_cnn, reduction=None, accumulation_dtype=None):
     super(VariableMgrDistributedFetchFromStagedPS, self).__init__(
-        benchmark_cnn, reduction)
+        benchmark_cnn, reduction, accumulation_dtype)
     self._staging_cpu_device = benchmark_cnn.cpu_device
     self._init_staging()
 

@@ -41,6 +41,8 @@ class VariableMgrLocalReplicated(base.VariableMgr):
       at most max_group before the all-reduce.
     float16_transfer: float32 gradients travel as float16 (sums lose
       precision; see `variable_mgr.allreduce.packing.with_float16_transfer`).
+    accumulation_dtype: see `VariableMgr`; with NCCL or a spec, float16
+      gradients are cast to it on their tower before the all-reduce.
 
   Raises:
     NcclDeviceError: NCCL (flag or spec) with towers that are not GPUs.
@@ -55,13 +57,14 @@ class VariableMgrLocalReplicated(base.VariableMgr):
   def __init__(self, benchmark_cnn, use_nccl, reduction=None,
                all_reduce_spec=None, gradient_repacking=0,
                agg_small_grads_max_bytes=0, agg_small_grads_max_group=10,
-               float16_transfer=False):
+               float16_transfer=False, accumulation_dtype=None):
     self._use_nccl = bool(use_nccl)
     self._spec = all_reduce_spec
     self._packing = (gradient_repacking, agg_small_grads_max_bytes,
                      agg_small_grads_max_group, bool(float16_transfer))
     self._reduce_fn = None
-    super(VariableMgrLocalReplicated, self).__init__(benchmark_cnn, reduction)
+    super(VariableMgrLocalReplicated, self).__init__(
+        benchmark_cnn, reduction, accumulation_dtype)
 
   def _check_config(self):
     repacks, small_bytes, small_group, float16 = self._packing
@@ -114,20 +117,23 @@ class VariableMgrLocalReplicated(base.VariableMgr):
 
   def _preprocess(self, tower_grads):
     devices = self.benchmark_cnn.raw_devices
-    if self._reduce_fn is not None:
-      reduced = self._all_reduce(tower_grads, devices)
-    elif self._use_nccl:
-      reduced = aggregation.sum_gradients_all_reduce(tower_grads, devices)
-    else:
+    if self._reduce_fn is None and not self._use_nccl:
       agg = aggregation.aggregate_gradients_using_copy_with_device_selection(
-          self.benchmark_cnn, tower_grads, self.use_mean)
+          self.benchmark_cnn, tower_grads, self.use_mean,
+          self.accumulation_dtype)
       return devices, [[(g, v) for (_, v), (g, _) in zip(tower, agg)]
                        for tower in tower_grads]
-    if self.use_mean:
-      reduced = [[(None if g is None else _scale(g, 1.0 / len(devices), d),
-                   v) for g, v in tower]
-                 for tower, d in zip(reduced, devices)]
-    return devices, reduced
+    wide = self.accumulation_dtype
+    widened = [[(_cast(g, wide, d, widen=True), v) for g, v in tower]
+               for tower, d in zip(tower_grads, devices)]
+    if self._reduce_fn is not None:
+      reduced = self._all_reduce(widened, devices)
+    else:
+      reduced = aggregation.sum_gradients_all_reduce(widened, devices)
+    factor = 1.0 / len(devices) if self.use_mean else None
+    return devices, [
+        [(_finish(g, factor, v.dtype.base_dtype, d), v) for g, v in tower]
+        for tower, d in zip(reduced, devices)]
 
   def _all_reduce(self, tower_grads, devices):
     """`self._reduce_fn` over the gradients that are not None."""
@@ -148,6 +154,21 @@ class VariableMgrLocalReplicated(base.VariableMgr):
     return _replicas.copy_from_tower_zero_ops(tf.global_variables())
 
 
-def _scale(grad, factor, device):
+def _cast(grad, dtype, device, widen=False):
+  """`grad` in `dtype` on `device`; with `widen`, only float16 widens."""
+  if grad is None or dtype is None or grad.dtype == dtype:
+    return grad
+  if widen and grad.dtype != tf.float16:
+    return grad
   with tf.device(device):
-    return aggregation.scale(grad, factor)
+    return tf.cast(aggregation.densify(grad), dtype)
+
+
+def _finish(grad, factor, dtype, device):
+  """A reduced gradient scaled by `factor` (None: not) in `dtype`."""
+  if grad is None:
+    return None
+  if factor is not None:
+    with tf.device(device):
+      grad = aggregation.scale(grad, factor)
+  return _cast(grad, dtype, device)
