@@ -68,3 +68,15 @@ def test_asynchronous_parameter_server_learns(launch, tmp_path):
   # Every worker's update counts: 2 workers x 30 steps.
   assert max(w['global_step'] for w in summary['workers']) == 60
   assert 'asynchronous' in cluster.output
+
+
+def test_ctrl_c_stops_every_task(launch):
+  cluster = launch(clusterlib.BASE_FLAGS + [
+      '--variable_update', 'distributed_replicated', '--num_ps', '1',
+      '--num_workers', '2', '--num_batches', '100000',
+      '--op_timeout_secs', str(OP_TIMEOUT)])
+  cluster.wait_for_line(r'^\[worker:0\] 2\t', clusterlib.HARD_TIMEOUT_SECS)
+  os.kill(cluster.process.pid, signal.SIGINT)
+  assert cluster.finish(15) == 130, cluster.output
+  assert 'launcher: interrupted: stopping every task' in cluster.output
+  clusterlib.assert_all_gone(cluster)

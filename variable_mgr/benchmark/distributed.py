@@ -60,6 +60,8 @@ PROBE_INTERVAL_SECS = 1.0
 # How long a session call may outlive its deadline before the watchdog ends
 # the process.
 WATCHDOG_MARGIN_SECS = 2.0
+# How long a failed call keeps probing for the task that broke it.
+DEATH_GRACE_SECS = 3.0
 # Timeout of one TCP probe of a task's address.
 CONNECT_TIMEOUT_SECS = 1.0
 # The launcher passes the read end of a pipe: end of file means the
@@ -519,11 +521,18 @@ class _Caller(object):
         timeout)
 
   def describe(self, summary, timed_out, timeout):
-    # The PS tasks first: without them no worker can have finished.
-    dead = self.monitor.dead(self.monitor.others(('ps',)))
-    if not dead:
-      dead = self.monitor.dead(self.monitor.others(('worker',)),
-                               self.finished)
+    # A connection can break a moment before a killed task's port closes:
+    # probe again for a little while before blaming no one.
+    give_up = time.time() + DEATH_GRACE_SECS
+    while True:
+      # The PS tasks first: without them no worker can have finished.
+      dead = self.monitor.dead(self.monitor.others(('ps',)))
+      if not dead:
+        dead = self.monitor.dead(self.monitor.others(('worker',)),
+                                 self.finished)
+      if dead or time.time() > give_up:
+        break
+      time.sleep(0.2)
     if dead:
       return self.monitor.failure(dead, 'this task (%s) got %s' %
                                   (self.monitor.spec.name, summary))
