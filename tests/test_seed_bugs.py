@@ -229,8 +229,8 @@ def test_staged_model_variable_read_assign_sub_convert(variable_kind):
     np.testing.assert_array_equal(sess.run(staged_read), [1.0, 2.0, 3.0])
     sess.run(puts)
     np.testing.assert_array_equal(sess.run(doubled), [2.0, 4.0, 6.0])
-    sess.run(mgr.staging_delta_ops, {delta: [0.5, 1.0, -1.0]})
-    sess.run(update)
+    # The harness runs the delta puts with the update, in one step.
+    sess.run([update] + mgr.staging_delta_ops, {delta: [0.5, 1.0, -1.0]})
     np.testing.assert_array_equal(sess.run(real), [0.5, 1.0, 4.0])
 
 

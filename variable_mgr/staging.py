@@ -11,10 +11,16 @@ SGD): `w[t+1] = w[t] - lr * grad(w[t-1])`, with `w[-1] = w[0]`. A put stores a
 snapshot, never an alias of a ref variable's buffer, so this holds for ref
 and resource variables alike.
 
-Non-trainable variables (batch-norm statistics) are wrapped in a
+Non-trainable variables (batch-norm statistics) of the tower whose updates
+the harness keeps (`retain_tower_updates`, tower 0) are wrapped in a
 `StagedModelVariable`: reads come from the staging area, `assign_sub` goes
 through a second area whose put the harness runs with the tower's updates
-(`VariableMgr.staging_delta_ops`).
+(`VariableMgr.staging_delta_ops`). Other towers read them directly: their
+updates are dropped, so a staged read there would never be taken.
+
+Every step takes exactly one item out of each staging area it fills: the
+step's updates wait for every put and every get, so an area whose read no op
+consumes (the variable of an unused layer, say) does not grow.
 """
 
 from variable_mgr import compat
@@ -90,8 +96,12 @@ class StagedModelVariable(object):
       with tf.device(self.var_stage_get.device):
         area = compat.staging_area(self.var_stage_get.dtype,
                                    self.var_stage_get.shape)
-        self.variable_mgr.staging_delta_ops.append(area.put([delta]))
-        delta_get = compat.staging_get(area)
+        put = area.put([delta])
+        self.variable_mgr.staging_delta_ops.append(put)
+        # A get waiting on an empty area holds a thread: ordered after its
+        # put, it never waits, so the step's puts cannot be starved.
+        with tf.control_dependencies([put]):
+          delta_get = compat.staging_get(area)
     return self.real_var.assign_sub(delta_get)
 
   @staticmethod
@@ -131,6 +141,9 @@ class StagedVariableGetter(object):
     trainable = kwargs.get('trainable')
     if trainable is None:  # tf.get_variable's default.
       trainable = True
+    if not (trainable or
+            self.variable_mgr.retain_tower_updates(self.device_num)):
+      return real_var
     if self.cpu_device:
       cache = self.variable_mgr.staged_vars_on_cpu
       if name not in cache:
@@ -163,7 +176,12 @@ def staged_trainable_variables(variable_mgr, device_num, writable, prefix):
 
 
 def all_put_ops(variable_mgr):
-  """Every tower's put ops: the harness warms up with these, and the
-  manager orders each step's updates after them."""
+  """Every tower's put ops: the harness warms up with these."""
   return [put for tower in variable_mgr.staging_vars_on_devices
           for put, _ in tower.values()]
+
+
+def all_staging_ops(variable_mgr):
+  """Every tower's put and get ops: each step's updates run after them."""
+  return [op for tower in variable_mgr.staging_vars_on_devices
+          for put, get in tower.values() for op in (put, get.op)]

@@ -59,17 +59,8 @@ def test_every_strategy_runs(flags, tmp_path, capsys):
   assert 'total images/sec: ' in out
 
 
-# Staged batch-norm statistics deadlock: StagedModelVariable.assign_sub's
-# delta get is not ordered after its put, so the blocking gets can hold every
-# inter-op thread while the puts wait for one.
-STAGED_BN_DEADLOCK = pytest.mark.skip(
-    reason='staging.StagedModelVariable.assign_sub: delta get not ordered '
-           'after its put (hangs with more delta gets than inter-op threads)')
-
-
 @pytest.mark.parametrize('flags', [
-    pytest.param(['--variable_update', 'parameter_server', '--staged_vars'],
-                 marks=STAGED_BN_DEADLOCK),
+    ['--variable_update', 'parameter_server', '--staged_vars'],
     ['--variable_update', 'replicated', '--use_resource_vars=false'],
 ])
 def test_resnet20_batch_norm_runs(flags, tmp_path):

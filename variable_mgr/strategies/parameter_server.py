@@ -33,7 +33,8 @@ class _SharedVariablesMgr(base.VariableMgr):
 class _StagedMixin(object):
   """Staged reads for a parameter-server manager (see variable_mgr.staging).
 
-  Every step's updates run after every tower's puts (one-step-stale SGD).
+  Every step's updates run after every tower's puts (one-step-stale SGD)
+  and gets (one item in and one out of every area a step).
   """
 
   _staging_cpu_device = None
@@ -58,7 +59,7 @@ class _StagedMixin(object):
     return staging.staged_trainable_variables(self, device_num, writable, 'v/')
 
   def _update_dependencies(self):
-    return staging.all_put_ops(self)
+    return staging.all_staging_ops(self)
 
 
 class VariableMgrLocalFetchFromPS(_SharedVariablesMgr):
