@@ -4,34 +4,58 @@ its towers' gradients combine.
 The seed's public names (tf_cnn_benchmarks' variable_mgr.py) are importable
 from here with the seed's signatures, so a harness written against it runs
 unchanged; `create()` builds a manager from a --variable_update name.
-Importing this package changes no global TensorFlow state.
+
+Importing this package changes no global TensorFlow state, and imports
+TensorFlow only when one of the names below is first used (a command can
+set TensorFlow's logging environment before that).
 """
 
-from variable_mgr.aggregation import aggregate_gradients_using_copy
-from variable_mgr.aggregation import aggregate_gradients_using_copy_with_device_selection
-from variable_mgr.aggregation import aggregate_gradients_using_copy_with_variable_colocation
-from variable_mgr.aggregation import sum_grad_and_var_all_reduce
-from variable_mgr.aggregation import sum_gradients_all_reduce
-from variable_mgr.base import VariableMgr
-from variable_mgr.interface import BenchmarkCnnLike
-from variable_mgr.interface import ClusterBenchmarkCnn
-from variable_mgr.interface import LocalBenchmarkCnn
-from variable_mgr.placement import GreedyLoadBalancingStrategy
-from variable_mgr.placement import OverrideCachingDevice
-from variable_mgr.placement import OverrideToLocalVariableIfNotPsVar
-from variable_mgr.placement import ParamServerDeviceSetter
-from variable_mgr.placement import PS_SHADOW_VAR_PREFIX
-from variable_mgr.placement import byte_size_load_fn
-from variable_mgr.registry import STRATEGY_NAMES
-from variable_mgr.registry import create
-from variable_mgr.staging import StagedModelVariable
-from variable_mgr.staging import StagedVariableGetter
-from variable_mgr.strategies.distributed_replicated import VariableMgrDistributedReplicated
-from variable_mgr.strategies.independent import VariableMgrIndependent
-from variable_mgr.strategies.parameter_server import VariableMgrDistributedFetchFromPS
-from variable_mgr.strategies.parameter_server import VariableMgrDistributedFetchFromStagedPS
-from variable_mgr.strategies.parameter_server import VariableMgrLocalFetchFromPS
-from variable_mgr.strategies.parameter_server import VariableMgrLocalFetchFromStagedPS
-from variable_mgr.strategies.replicated import VariableMgrLocalReplicated
+import importlib
 
 __version__ = '0.1.0'
+
+# Public name -> the module that defines it.
+_EXPORTS = {
+    'aggregate_gradients_using_copy': 'aggregation',
+    'aggregate_gradients_using_copy_with_device_selection': 'aggregation',
+    'aggregate_gradients_using_copy_with_variable_colocation': 'aggregation',
+    'sum_grad_and_var_all_reduce': 'aggregation',
+    'sum_gradients_all_reduce': 'aggregation',
+    'VariableMgr': 'base',
+    'BenchmarkCnnLike': 'interface',
+    'ClusterBenchmarkCnn': 'interface',
+    'LocalBenchmarkCnn': 'interface',
+    'GreedyLoadBalancingStrategy': 'placement',
+    'OverrideCachingDevice': 'placement',
+    'OverrideToLocalVariableIfNotPsVar': 'placement',
+    'ParamServerDeviceSetter': 'placement',
+    'PS_SHADOW_VAR_PREFIX': 'placement',
+    'byte_size_load_fn': 'placement',
+    'STRATEGY_NAMES': 'registry',
+    'create': 'registry',
+    'StagedModelVariable': 'staging',
+    'StagedVariableGetter': 'staging',
+    'VariableMgrDistributedReplicated': 'strategies.distributed_replicated',
+    'VariableMgrIndependent': 'strategies.independent',
+    'VariableMgrDistributedFetchFromPS': 'strategies.parameter_server',
+    'VariableMgrDistributedFetchFromStagedPS': 'strategies.parameter_server',
+    'VariableMgrLocalFetchFromPS': 'strategies.parameter_server',
+    'VariableMgrLocalFetchFromStagedPS': 'strategies.parameter_server',
+    'VariableMgrLocalReplicated': 'strategies.replicated',
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+  """Imports the module of a public name on first use (PEP 562)."""
+  module = _EXPORTS.get(name)
+  if module is None:
+    raise AttributeError('module %r has no attribute %r' % (__name__, name))
+  value = getattr(importlib.import_module('variable_mgr.' + module), name)
+  globals()[name] = value
+  return value
+
+
+def __dir__():
+  return sorted(set(globals()) | set(_EXPORTS))
