@@ -18,10 +18,6 @@ def pytest_configure(config):
       'markers', 'gpu: needs two or more GPUs; skipped elsewhere, with why.')
 
 
-def visible_gpus():
-  return tf.config.experimental.list_physical_devices('GPU')
-
-
 @pytest.fixture(params=['resource', 'ref'])
 def variable_kind(request):
   """Runs a test with resource variables (TF 2's default) and with ref

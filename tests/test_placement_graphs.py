@@ -12,12 +12,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import visible_gpus
 import seed_harness
 import test_conformance
 import variable_mgr
 
 tf1 = tf.compat.v1
+
+
+def visible_gpus():
+  return tf.config.experimental.list_physical_devices('GPU')
 CLUSTER = {'ps': ['h:2222', 'h:2223'], 'worker': ['h:2224', 'h:2225']}
 
 # name, shape, dtype, bytes.
