@@ -15,7 +15,9 @@ Every task runs a `tf.train.Server`. Which task this process is comes from
   queue on PS 0; every other worker waits for its token, bounded by
   `--startup_timeout_secs`. Every worker then initialises its local
   variables and runs the manager's post-init ops (distributed_replicated
-  copies the masters into its local copies) and its staging warm-up.
+  copies the masters into its local copies) and its staging warm-up; with
+  synchronous steps a barrier then keeps every worker's first update back
+  until every worker has done so.
 * **Synchronous steps** (`--cross_replica_sync`, the default): all workers'
   gradients are computed before anyone updates (a barrier), and no worker
   starts step t+1 before every worker finished step t (tf_cnn_benchmarks'
@@ -306,7 +308,7 @@ def watch_launcher(environ=None):
 
 WorkerGraph = collections.namedtuple('WorkerGraph', [
     'graph', 'mgr', 'train_op', 'loss', 'global_step', 'global_init_op',
-    'local_init_op', 'post_init_op', 'staging_put_op',
+    'local_init_op', 'post_init_op', 'staging_put_op', 'start_op',
     'saver', 'ready_enqueue', 'ready_dequeue', 'started_op', 'done_op',
     'done_sizes'])
 
@@ -431,6 +433,14 @@ def build_worker_graph(config, host, spec, sync):
       post_init = mgr.get_post_init_ops()
       post_init_op = tf.group(*post_init) if post_init else None
       staging_put_op = tf.group(*staging_puts) if staging_puts else None
+      start_op = None
+      if barriers:
+        # No worker's first update may reach a master variable before every
+        # worker copied the masters into its own variables (post-init) or
+        # filled its staging areas.
+        start_op = host.add_sync_queues_and_barrier(
+            'training_start_', [op for op in (post_init_op, staging_put_op)
+                                if op is not None] or [tf.no_op()])
       saver = None
       if spec.is_chief and config.train_dir:
         to_save = dict(mgr.get_variables_to_save())
@@ -460,8 +470,8 @@ def build_worker_graph(config, host, spec, sync):
       signals[kind] = tf.group(*ops, name='worker_%s' % kind)
     graph.finalize()
   return WorkerGraph(graph, mgr, train_op, average_loss, global_step,
-                     global_init_op, local_init_op,
-                     post_init_op, staging_put_op, saver, ready_enqueue,
+                     global_init_op, local_init_op, post_init_op,
+                     staging_put_op, start_op, saver, ready_enqueue,
                      ready_dequeue, signals['started'], signals['done'],
                      done_sizes)
 
@@ -717,12 +727,18 @@ def run_worker(spec, config, options, log=print):
     else:
       _wait_for_chief(call, g, monitor, options, log)
     call(g.local_init_op, 'initialising the local variables')
-    if g.post_init_op is not None:
-      call(g.post_init_op, 'running the post-init ops')
     fetches = {'train': g.train_op, 'loss': g.loss}
     if g.staging_put_op is not None:
-      call(g.staging_put_op, 'filling the staging areas')
       fetches['staging'] = g.staging_put_op
+    if g.start_op is not None:
+      # The post-init ops and the staging warm-up, then a barrier.
+      call(g.start_op, 'running the post-init ops and waiting for every '
+           'worker')
+    else:
+      if g.post_init_op is not None:
+        call(g.post_init_op, 'running the post-init ops')
+      if g.staging_put_op is not None:
+        call(g.staging_put_op, 'filling the staging areas')
     first_global_step = int(call(g.global_step, 'reading the global step'))
     log('Global step: %d at start' % first_global_step)
 
