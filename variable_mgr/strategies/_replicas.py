@@ -1,4 +1,4 @@
-"""Copying tower 0's variables to the other towers' copies."""
+"""What the strategies with a copy of the variables a tower share."""
 
 from variable_mgr import base
 from variable_mgr.compat import tf
@@ -22,6 +22,22 @@ def copy_from_tower_zero_ops(variables):
   return ops
 
 
-def per_tower_gradients(tower_grads, tower):
-  """Tower `tower`'s `[(grad, var)]` out of `[tower][(grad, var)]`."""
-  return list(tower_grads[tower])
+class TowerCopiesMgr(base.VariableMgr):
+  """Variables under `v<d>/` on tower d, each tower applying its own list of
+  `_preprocess`'s payload (`[tower][(grad, var)]`) on its own device; the
+  post-init ops copy tower 0's values to the other towers."""
+
+  def each_tower_has_variables(self):
+    return True
+
+  def create_outer_variable_scope(self, device_num):
+    return tf.variable_scope('v%s' % device_num)
+
+  def get_devices(self):
+    return self.benchmark_cnn.raw_devices
+
+  def _gradients_to_apply(self, device_num, state):
+    return list(state.payload[device_num])
+
+  def get_post_init_ops(self):
+    return copy_from_tower_zero_ops(tf.global_variables())

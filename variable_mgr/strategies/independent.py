@@ -1,12 +1,10 @@
 """--variable_update=independent: towers that never exchange gradients."""
 
-from variable_mgr import base
 from variable_mgr import errors
-from variable_mgr.compat import tf
 from variable_mgr.strategies import _replicas
 
 
-class VariableMgrIndependent(base.VariableMgr):
+class VariableMgrIndependent(_replicas.TowerCopiesMgr):
   """Each tower has its own variables, under `v<d>/`, and applies its own
   gradients: a baseline with no data moved between devices.
 
@@ -28,20 +26,5 @@ class VariableMgrIndependent(base.VariableMgr):
             'replicated.' % (name, value, name))
     super(VariableMgrIndependent, self).__init__(benchmark_cnn)
 
-  def each_tower_has_variables(self):
-    return True
-
-  def create_outer_variable_scope(self, device_num):
-    return tf.variable_scope('v%s' % device_num)
-
-  def get_devices(self):
-    return self.benchmark_cnn.raw_devices
-
   def _preprocess(self, tower_grads):
-    return self.benchmark_cnn.raw_devices, None
-
-  def _gradients_to_apply(self, device_num, state):
-    return _replicas.per_tower_gradients(state.tower_grads, device_num)
-
-  def get_post_init_ops(self):
-    return _replicas.copy_from_tower_zero_ops(tf.global_variables())
+    return self.benchmark_cnn.raw_devices, tower_grads

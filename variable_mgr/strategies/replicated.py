@@ -2,7 +2,6 @@
 gradients all-reduced so that every copy gets the same update."""
 
 from variable_mgr import aggregation
-from variable_mgr import base
 from variable_mgr import errors
 from variable_mgr.allreduce import packing
 from variable_mgr.allreduce import spec as spec_lib
@@ -14,7 +13,7 @@ def _device_type(device):
   return (tf.DeviceSpec.from_string(device).device_type or '').upper()
 
 
-class VariableMgrLocalReplicated(base.VariableMgr):
+class VariableMgrLocalReplicated(_replicas.TowerCopiesMgr):
   """Each tower keeps its variables under `v<d>/`; gradients are summed over
   towers (the seed's default; `reduction='mean'` divides by the tower count)
   and every tower applies the result to its copy.
@@ -106,15 +105,6 @@ class VariableMgrLocalReplicated(base.VariableMgr):
         fn = packing.with_repacking(fn, repacks)
       self._reduce_fn = fn
 
-  def each_tower_has_variables(self):
-    return True
-
-  def create_outer_variable_scope(self, device_num):
-    return tf.variable_scope('v%s' % device_num)
-
-  def get_devices(self):
-    return self.benchmark_cnn.raw_devices
-
   def _preprocess(self, tower_grads):
     devices = self.benchmark_cnn.raw_devices
     if self._reduce_fn is None and not self._use_nccl:
@@ -146,12 +136,6 @@ class VariableMgrLocalReplicated(base.VariableMgr):
       for i, g in zip(indices, row):
         reduced[d][i] = (g, tower_grads[d][i][1])
     return reduced
-
-  def _gradients_to_apply(self, device_num, state):
-    return _replicas.per_tower_gradients(state.payload, device_num)
-
-  def get_post_init_ops(self):
-    return _replicas.copy_from_tower_zero_ops(tf.global_variables())
 
 
 def _cast(grad, dtype, device, widen=False):
