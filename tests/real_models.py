@@ -254,7 +254,8 @@ class Run(object):
   Attributes:
     mgr, graph, sess, saver, saved (`get_variables_to_save()`),
     applied: what `get_gradients_to_apply` returned, per apply device;
-    update_ops: the UPDATE_OPS and staging delta ops kept (tower 0's).
+    update_ops: the UPDATE_OPS and staging delta ops kept (tower 0's);
+    post_init: `get_post_init_ops()`.
   """
 
   def __init__(self, name, num_towers, model, seed=None, global_step=False,
@@ -311,7 +312,7 @@ class Run(object):
       self.train_op = tf.group(*(training_ops + update_ops))
       init = [tf1.global_variables_initializer(),
               tf1.local_variables_initializer()]
-      post_init = mgr.get_post_init_ops()
+      self.post_init = post_init = mgr.get_post_init_ops()
       self.saved = mgr.get_variables_to_save()
       self.saver = tf1.train.Saver(self.saved)
       self.model_variables = tf1.global_variables() + tf1.local_variables()
