@@ -12,11 +12,11 @@ from variable_mgr.compat import tf
 
 
 def checkpoint_path(path):
-  """The checkpoint prefix of `path`: a prefix as is, or a directory's latest
-  checkpoint; None if there is none."""
-  if tf.gfile.IsDirectory(path):
-    return tf.train.latest_checkpoint(path)
-  return path
+  """The checkpoint prefix of `path`: a (V2) checkpoint prefix as is, or a
+  directory's latest checkpoint; None if there is none."""
+  if tf.gfile.Exists(path + '.index'):
+    return path
+  return tf.train.latest_checkpoint(path)  # None for a missing directory.
 
 
 def check_compatible(path, variables_to_save):

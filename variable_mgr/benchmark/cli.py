@@ -106,6 +106,24 @@ def build_parser():
       help='read variables through staging areas (parameter_server only)')
   add('--use_nccl', type=_bool, nargs='?', const=True, default=False,
       help='all-reduce with NCCL (replicated on GPUs only)')
+  add('--all_reduce_spec', default=None,
+      help='replicated: the all-reduce algorithm, e.g. xring, xring#2, '
+           'pscpu:32k:xring, rechd, hcopy, nccl (default: the copy)')
+  add('--gradient_repacking', type=_int_at_least(0), default=0,
+      help='replicated: all-reduce this many packs of the concatenated '
+           'gradients (default: 0, off)')
+  add('--agg_small_grads_max_bytes', type=_int_at_least(0), default=0,
+      help='replicated: concatenate gradients of at most this many bytes '
+           'before the all-reduce (default: 0, off)')
+  add('--agg_small_grads_max_group', type=_int_at_least(1), default=10,
+      help='replicated: at most this many gradients a group (default: '
+           '%(default)s)')
+  add('--compact_gradient_transfer', type=_bool, nargs='?', const=True,
+      default=False,
+      help='replicated: float32 gradients travel as float16')
+  add('--measure_traffic', type=_bool, nargs='?', const=True, default=False,
+      help='after the timed steps, run one more and print the bytes each '
+           'device sent and received beside the ring lower bound')
   add('--batch_size', type=_int_at_least(1), default=None,
       help='batch size per tower (default: the model\'s, 32)')
   add('--num_batches', type=_int_at_least(0), default=None,

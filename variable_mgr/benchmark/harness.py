@@ -24,6 +24,8 @@ import time
 import numpy as np
 import tensorflow as _tf
 
+from variable_mgr import checkpoint
+from variable_mgr.allreduce import traffic as traffic_lib
 from variable_mgr.benchmark import models
 
 tf = _tf.compat.v1
@@ -39,6 +41,12 @@ _CONFIG_FIELDS = collections.OrderedDict([
     ('local_parameter_device', 'cpu'),
     ('staged_vars', False),
     ('use_nccl', False),
+    ('all_reduce_spec', None),
+    ('gradient_repacking', 0),
+    ('agg_small_grads_max_bytes', 0),
+    ('agg_small_grads_max_group', 10),
+    ('compact_gradient_transfer', False),
+    ('measure_traffic', False),
     ('batch_size', None),
     ('num_batches', 30),
     ('num_warmup_batches', 5),
@@ -89,7 +97,8 @@ class BenchmarkConfig(collections.namedtuple('BenchmarkConfig',
 
 TrainingGraph = collections.namedtuple('TrainingGraph', [
     'graph', 'mgr', 'train_op', 'loss', 'global_step', 'init_op',
-    'post_init_op', 'staging_put_op', 'saver', 'summary_op'])
+    'post_init_op', 'staging_put_op', 'saver', 'saved', 'summary_op',
+    'gradient_bytes'])
 
 
 def synthetic_inputs(model, batch_size, seed, tower):
@@ -134,9 +143,13 @@ def build_training_graph(config, host):
   with graph.as_default(), tf.variable_scope(
       tf.get_variable_scope(), use_resource=config.use_resource_vars):
     tf.set_random_seed(config.seed)
-    mgr = variable_mgr.create(config.variable_update, host,
-                              staged_vars=config.staged_vars,
-                              use_nccl=config.use_nccl)
+    mgr = variable_mgr.create(
+        config.variable_update, host, staged_vars=config.staged_vars,
+        use_nccl=config.use_nccl, all_reduce_spec=config.all_reduce_spec,
+        gradient_repacking=config.gradient_repacking,
+        agg_small_grads_max_bytes=config.agg_small_grads_max_bytes,
+        agg_small_grads_max_group=config.agg_small_grads_max_group,
+        float16_transfer=config.compact_gradient_transfer)
     host.devices = mgr.get_devices()
     with tf.device(host.cpu_device):
       global_step = tf.train.get_or_create_global_step()
@@ -187,7 +200,7 @@ def build_training_graph(config, host):
       post_init = mgr.get_post_init_ops()
       post_init_op = tf.group(*post_init) if post_init else None
       staging_put_op = tf.group(*staging_puts) if staging_puts else None
-      saver = None
+      saver = to_save = None
       if config.train_dir:
         to_save = dict(mgr.get_variables_to_save())
         if not any(v is global_step for v in to_save.values()):
@@ -197,9 +210,12 @@ def build_training_graph(config, host):
       if config.summary_dir:
         summary_op = tf.summary.scalar('loss', average_loss)
     graph.finalize()
+  gradient_bytes = sum(
+      v.shape.num_elements() * v.dtype.base_dtype.size
+      for _, v in state.tower_grads[0])
   return TrainingGraph(graph, mgr, train_op, average_loss, global_step,
                        init_op, post_init_op, staging_put_op, saver,
-                       summary_op)
+                       to_save, summary_op, gradient_bytes)
 
 
 def perf_timing_str(batch_size, step_times):
@@ -271,6 +287,9 @@ def run_benchmark(config, host, session_target='', session_config=None,
   log('Generated model in %.2f s' % build_seconds)
   if callable(session_target):
     session_target = session_target()
+  if config.measure_traffic:
+    # Partition-graph names must be the built graph's: no rewriting.
+    session_config = traffic_lib.meter_config(session_config)
 
   restored_from = None
   writer = None
@@ -280,9 +299,9 @@ def run_benchmark(config, host, session_target='', session_config=None,
                   config=session_config) as sess:
     sess.run(g.init_op)
     if g.saver is not None:
-      restored_from = tf.train.latest_checkpoint(config.train_dir)
+      restored_from = checkpoint.restore(sess, config.train_dir, g.saved,
+                                         g.saver)
       if restored_from:
-        g.saver.restore(sess, restored_from)
         log('Restored %s' % restored_from)
     if g.post_init_op is not None:
       sess.run(g.post_init_op)
@@ -329,6 +348,10 @@ def run_benchmark(config, host, session_target='', session_config=None,
                               losses[-1]))
     if step_times:
       total_seconds = time.time() - loop_start
+    traffic = None
+    if config.measure_traffic:
+      traffic = _measure_traffic(sess, fetches, g.gradient_bytes,
+                                 host.num_gpus, log)
     global_step = int(sess.run(g.global_step))
     if g.saver is not None:
       os.makedirs(config.train_dir, exist_ok=True)
@@ -351,7 +374,29 @@ def run_benchmark(config, host, session_target='', session_config=None,
       ('global_step', global_step),
       ('restored_from', restored_from),
       ('build_seconds', build_seconds),
+      ('traffic', traffic),
       ('config', config._asdict()),
+  ])
+
+
+def _measure_traffic(sess, fetches, gradient_bytes, num_towers, log):
+  """Runs one more step with partition graphs and reports the bytes each
+  device sent and received, beside the ring all-reduce lower bound."""
+  counts = traffic_lib.measure(sess, fetches)
+  bound = traffic_lib.ring_lower_bound(num_towers, gradient_bytes)
+  busiest = traffic_lib.busiest(counts)
+  log('Traffic of one step (bytes sent / received per device):')
+  for device in sorted(counts):
+    log('  %s\t%d / %d' % (device, counts[device].sent_bytes,
+                            counts[device].received_bytes))
+  ratio = busiest / bound if bound else float('nan')
+  log('busiest device: %d bytes; ring lower bound 2(k-1)/k x %d = %d '
+      '(%.2fx)' % (busiest, gradient_bytes, bound, ratio))
+  return collections.OrderedDict([
+      ('per_device', dict((d, c._asdict()) for d, c in counts.items())),
+      ('busiest_bytes', busiest),
+      ('ring_lower_bound_bytes', bound),
+      ('gradient_bytes', gradient_bytes),
   ])
 
 
