@@ -30,7 +30,8 @@ def test_restore_from_a_missing_or_empty_directory_is_none(tmp_path):
 def test_restore_from_a_directory_or_a_prefix(tmp_path):
   graph, var, assign, init = _graph()
   with tf1.Session(graph=graph) as sess:
-    sess.run([init, assign])
+    sess.run(init)
+    sess.run(assign)
     with graph.as_default():
       prefix = tf1.train.Saver({'w': var}).save(sess, str(tmp_path / 'model'))
   for path in (str(tmp_path), prefix):
