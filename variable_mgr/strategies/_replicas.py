@@ -10,6 +10,7 @@ def copy_from_tower_zero_ops(variables):
   Variables outside the tower scopes are left alone.
   """
   by_name = dict((base.strip_port(v.name), v) for v in variables)
+  reads = {}  # One read of each source, shared by its copies.
   ops = []
   for var in variables:
     name = base.strip_port(var.name)
@@ -17,8 +18,11 @@ def copy_from_tower_zero_ops(variables):
     if scope is None or index in (None, 0):
       continue
     source = by_name.get('v0/' + base.canonical_name(name))
-    if source is not None:
-      ops.append(var.assign(source.read_value()))
+    if source is None:
+      continue
+    if source.name not in reads:
+      reads[source.name] = source.read_value()
+    ops.append(var.assign(reads[source.name], read_value=False))
   return ops
 
 

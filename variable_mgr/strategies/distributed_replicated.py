@@ -72,7 +72,8 @@ class VariableMgrDistributedReplicated(base.VariableMgr):
         with tf.device(self.benchmark_cnn.cpu_device):
           updated = master.read_value()
           for tower in towers:
-            training_ops.append(tower[i][1].assign(updated))
+            training_ops.append(tower[i][1].assign(updated,
+                                                   read_value=False))
 
   def get_post_init_ops(self):
     """Copies each master into every tower's local copy."""
@@ -84,10 +85,11 @@ class VariableMgrDistributedReplicated(base.VariableMgr):
       if not name.startswith(_MASTER_PREFIX):
         continue
       suffix = name[len(_MASTER_PREFIX):]
+      value = master.read_value()
       for d in range(self.num_towers):
         local = local_by_name.get('v%d/%s' % (d, suffix))
         if local is not None:
-          ops.append(local.assign(master.read_value()))
+          ops.append(local.assign(value, read_value=False))
     return ops
 
   def _savable_candidates(self):
