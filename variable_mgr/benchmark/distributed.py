@@ -47,7 +47,6 @@ the latest one.
 """
 
 import collections
-import json
 import os
 import socket
 import sys
@@ -353,7 +352,6 @@ def build_worker_graph(config, host, spec, sync):
   Raises:
     VariableMgrError: the manager refuses the configuration.
   """
-  import variable_mgr  # pylint: disable=g-import-not-at-top
   from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
   from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
   from variable_mgr.compat import tf  # pylint: disable=g-import-not-at-top
@@ -365,40 +363,12 @@ def build_worker_graph(config, host, spec, sync):
   with graph.as_default(), tf.variable_scope(
       tf.get_variable_scope(), use_resource=config.use_resource_vars):
     tf.set_random_seed(config.seed)
-    mgr = variable_mgr.create(config.variable_update, host,
-                              staged_vars=config.staged_vars,
-                              use_nccl=config.use_nccl)
-    host.devices = mgr.get_devices()
+    mgr = harness.create_manager(config, host)
     with tf.device(PS_DEVICE % 0):
       global_step = tf.train.get_or_create_global_step()
-
-    device_grads, losses, update_ops = [], [], []
-    for d in range(host.num_gpus):
-      with mgr.create_outer_variable_scope(d), \
-           tf.name_scope('tower_%i' % d), tf.device(host.devices[d]):
-        with tf.device(host.cpu_device):
-          # Every tower of the cluster gets data of its own.
-          images, labels = harness.synthetic_inputs(
-              model, config.batch_size, config.seed,
-              spec.task_index * host.num_gpus + d)
-        first_update = len(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
-        loss = model.build(images, labels, is_training=True,
-                           weight_decay=config.weight_decay)
-        tower_updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)[
-            first_update:]
-        params = mgr.trainable_variables_on_device(d)
-        writable = mgr.trainable_variables_on_device(d, writable=True)
-        grads = tf.gradients(loss, params)
-        device_grads.append(zip(grads, writable))
-        losses.append(loss)
-        if mgr.retain_tower_updates(d):
-          update_ops.extend(tower_updates)
-          update_ops.extend(mgr.staging_delta_ops)
-
-    staging_puts = []
-    if mgr.supports_staged_vars():
-      for tower in mgr.staging_vars_on_devices:
-        staging_puts.extend(put for put, _ in tower.values())
+    # Every tower of the cluster gets data of its own.
+    device_grads, losses, update_ops, staging_puts = harness.build_towers(
+        config, host, mgr, model, first_input=spec.task_index * host.num_gpus)
 
     apply_devices, state = mgr.preprocess_device_grads(device_grads)
     with tf.device(host.cpu_device):

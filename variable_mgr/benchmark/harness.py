@@ -122,6 +122,57 @@ def make_optimizer(config):
   return tf.train.GradientDescentOptimizer(config.learning_rate)
 
 
+def create_manager(config, host):
+  """The manager `config` asks for, with every strategy option it sets."""
+  import variable_mgr  # pylint: disable=g-import-not-at-top
+  return variable_mgr.create(
+      config.variable_update, host, staged_vars=config.staged_vars,
+      use_nccl=config.use_nccl, all_reduce_spec=config.all_reduce_spec,
+      gradient_repacking=config.gradient_repacking,
+      agg_small_grads_max_bytes=config.agg_small_grads_max_bytes,
+      agg_small_grads_max_group=config.agg_small_grads_max_group,
+      float16_transfer=config.compact_gradient_transfer)
+
+
+def build_towers(config, host, mgr, model, first_input=0):
+  """Builds every tower of `host` in the harness protocol's order.
+
+  Sets `host.devices` from the manager. Tower d reads the synthetic batch
+  number `first_input + d`, made on the CPU.
+
+  Returns:
+    (device_grads, losses, update_ops, staging_puts): the towers' one-shot
+    `zip(grads, vars)` iterators (as tf_cnn_benchmarks passes them on
+    Python 3), their losses, the update ops to keep (tower 0's batch-norm
+    statistics and staged deltas), and every staging put.
+  """
+  host.devices = mgr.get_devices()
+  device_grads, losses, update_ops = [], [], []
+  for d in range(host.num_gpus):
+    with mgr.create_outer_variable_scope(d), \
+         tf.name_scope('tower_%i' % d), tf.device(host.devices[d]):
+      with tf.device(host.cpu_device):
+        images, labels = synthetic_inputs(model, config.batch_size,
+                                          config.seed, first_input + d)
+      first_update = len(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
+      loss = model.build(images, labels, is_training=True,
+                         weight_decay=config.weight_decay)
+      tower_updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)[first_update:]
+      params = mgr.trainable_variables_on_device(d)
+      writable = mgr.trainable_variables_on_device(d, writable=True)
+      grads = tf.gradients(loss, params)
+      device_grads.append(zip(grads, writable))
+      losses.append(loss)
+      if mgr.retain_tower_updates(d):
+        update_ops.extend(tower_updates)
+        update_ops.extend(mgr.staging_delta_ops)
+  staging_puts = []
+  if mgr.supports_staged_vars():
+    for tower in mgr.staging_vars_on_devices:
+      staging_puts.extend(put for put, _ in tower.values())
+  return device_grads, losses, update_ops, staging_puts
+
+
 def build_training_graph(config, host):
   """Builds the training graph of `config` (resolved) for `host`.
 
@@ -136,52 +187,17 @@ def build_training_graph(config, host):
     VariableMgrError: the manager refuses the configuration, before any op
       is built.
   """
-  import variable_mgr  # pylint: disable=g-import-not-at-top
 
   model = models.get_model(config.model)
   graph = tf.Graph()
   with graph.as_default(), tf.variable_scope(
       tf.get_variable_scope(), use_resource=config.use_resource_vars):
     tf.set_random_seed(config.seed)
-    mgr = variable_mgr.create(
-        config.variable_update, host, staged_vars=config.staged_vars,
-        use_nccl=config.use_nccl, all_reduce_spec=config.all_reduce_spec,
-        gradient_repacking=config.gradient_repacking,
-        agg_small_grads_max_bytes=config.agg_small_grads_max_bytes,
-        agg_small_grads_max_group=config.agg_small_grads_max_group,
-        float16_transfer=config.compact_gradient_transfer)
-    host.devices = mgr.get_devices()
+    mgr = create_manager(config, host)
     with tf.device(host.cpu_device):
       global_step = tf.train.get_or_create_global_step()
-
-    device_grads = []
-    losses = []
-    update_ops = []
-    for d in range(host.num_gpus):
-      with mgr.create_outer_variable_scope(d), \
-           tf.name_scope('tower_%i' % d), tf.device(host.devices[d]):
-        with tf.device(host.cpu_device):
-          images, labels = synthetic_inputs(model, config.batch_size,
-                                            config.seed, d)
-        first_update = len(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
-        loss = model.build(images, labels, is_training=True,
-                           weight_decay=config.weight_decay)
-        tower_updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)[
-            first_update:]
-        params = mgr.trainable_variables_on_device(d)
-        writable = mgr.trainable_variables_on_device(d, writable=True)
-        grads = tf.gradients(loss, params)
-        # A one-shot iterator, as tf_cnn_benchmarks passes it on Python 3.
-        device_grads.append(zip(grads, writable))
-        losses.append(loss)
-        if mgr.retain_tower_updates(d):
-          update_ops.extend(tower_updates)
-          update_ops.extend(mgr.staging_delta_ops)
-
-    staging_puts = []
-    if mgr.supports_staged_vars():
-      for tower in mgr.staging_vars_on_devices:
-        staging_puts.extend(put for put, _ in tower.values())
+    device_grads, losses, update_ops, staging_puts = build_towers(
+        config, host, mgr, model)
 
     apply_devices, state = mgr.preprocess_device_grads(device_grads)
     optimizer = make_optimizer(config)
