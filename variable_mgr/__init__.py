@@ -35,6 +35,7 @@ _EXPORTS = {
     'create': 'registry',
     'StagedModelVariable': 'staging',
     'StagedVariableGetter': 'staging',
+    'VariableMgrCollectiveAllReduce': 'strategies.collective_all_reduce',
     'VariableMgrDistributedReplicated': 'strategies.distributed_replicated',
     'VariableMgrIndependent': 'strategies.independent',
     'VariableMgrDistributedFetchFromPS': 'strategies.parameter_server',

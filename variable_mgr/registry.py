@@ -3,6 +3,7 @@
 import collections
 
 from variable_mgr import errors
+from variable_mgr.strategies import collective_all_reduce
 from variable_mgr.strategies import distributed_replicated
 from variable_mgr.strategies import independent
 from variable_mgr.strategies import parameter_server
@@ -25,6 +26,9 @@ STRATEGIES = collections.OrderedDict([
                           None, None, None)),
     ('distributed_replicated', _Entry(
         None, distributed_replicated.VariableMgrDistributedReplicated,
+        None, None)),
+    ('collective_all_reduce', _Entry(
+        None, collective_all_reduce.VariableMgrCollectiveAllReduce,
         None, None)),
 ])
 
@@ -53,7 +57,8 @@ def create(variable_update, benchmark_cnn, reduction=None,
     variable_update: one of `STRATEGY_NAMES`.
     benchmark_cnn: the host object (see `variable_mgr.interface`).
     reduction: 'mean' or 'sum' over towers; None for the strategy's default
-      (replicated: 'sum'; parameter_server, distributed_replicated: 'mean').
+      (replicated: 'sum'; parameter_server, distributed_replicated,
+      collective_all_reduce: 'mean').
     accumulation_dtype: e.g. 'float32': add float16 gradients in this dtype
       (not for independent, which adds nothing).
     **options: strategy options, each valid for one strategy:
@@ -71,7 +76,8 @@ def create(variable_update, benchmark_cnn, reduction=None,
     InvalidOptionError: an option name that does not exist.
     IncompatibleOptionsError: an option the strategy does not support, or a
       local-only strategy with a cluster.
-    MissingClusterError: distributed_replicated without a cluster.
+    MissingClusterError: distributed_replicated or collective_all_reduce
+      without a cluster.
     and any error of the strategy's constructor.
   """
   entry = STRATEGIES.get(variable_update)
@@ -103,8 +109,10 @@ def create(variable_update, benchmark_cnn, reduction=None,
   if cls is None:
     raise errors.MissingClusterError(
         'variable_update=%r needs a cluster (a host with a '
-        'tf.train.ClusterSpec in .cluster and PS hosts); locally use '
-        'replicated.' % variable_update)
+        'tf.train.ClusterSpec in .cluster%s); locally use '
+        'replicated.' % (variable_update,
+                         '' if variable_update == 'collective_all_reduce'
+                         else ' and PS hosts'))
   if variable_update == 'replicated':
     use_nccl = options.pop('use_nccl', False)
     return cls(benchmark_cnn, use_nccl, reduction=reduction,

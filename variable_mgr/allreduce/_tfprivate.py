@@ -19,3 +19,20 @@ def collective_all_reduce(tensor, group_size, group_key, instance_key):
   return collective_ops.all_reduce(
       tensor, group_size=group_size, group_key=group_key,
       instance_key=instance_key, merge_op='Add', final_op='Id')
+
+
+def collective_broadcast_send(tensor, group_size, group_key, instance_key):
+  """`collective_ops.broadcast_send`: `tensor` to every member of the group;
+  returns `tensor`. The shape must be fully defined."""
+  from tensorflow.python.ops import collective_ops  # pylint: disable=g-import-not-at-top
+  return collective_ops.broadcast_send(
+      tensor, tensor.shape, tensor.dtype, group_size, group_key, instance_key)
+
+
+def collective_broadcast_recv(shape, dtype, group_size, group_key,
+                              instance_key):
+  """`collective_ops.broadcast_recv`: the tensor one member of the group
+  sends."""
+  from tensorflow.python.ops import collective_ops  # pylint: disable=g-import-not-at-top
+  return collective_ops.broadcast_recv(shape, dtype, group_size, group_key,
+                                       instance_key)

@@ -15,7 +15,7 @@ import sys
 
 PROG = 'variable_mgr_benchmark'
 STRATEGY_NAMES = ('independent', 'parameter_server', 'replicated',
-                  'distributed_replicated')
+                  'distributed_replicated', 'collective_all_reduce')
 MODEL_NAMES = ('trivial', 'lenet', 'resnet20', 'resnet50')
 
 

@@ -1,0 +1,179 @@
+"""--variable_update=collective_all_reduce: between-graph all-reduce across
+the workers of a cluster with TensorFlow's collective ops.
+
+Every worker builds its own graph (between-graph replication) and keeps a
+copy of the variables a tower, under `v<d>/` on the tower's device, as
+global variables of its own graph: each worker initialises its own copies.
+No variable lives on a PS task; the strategy reads no `ps_hosts`.
+
+A step: gradient i of every tower of every worker goes into one collective
+all-reduce (`CollectiveReduce`, merge 'Add'), one op a tower, in a group of
+`num_workers * towers` members; each tower applies the result to its own
+copy. The default reduction is the mean over all the towers of all the
+workers (`reduction='sum'` adds them up), so with K workers of T towers one
+step is `w -= lr * (1 / (K T)) sum_k sum_t g_kt(w)`: the gradient of the
+global batch's mean loss, as if one machine held every tower.
+
+The post-init ops broadcast tower 0 of worker 0 (`v0/` of the chief, just
+initialised or restored) to every tower on every worker
+(`CollectiveBcastSend` on the chief's tower 0, `CollectiveBcastRecv`
+everywhere else), so that every copy starts equal and stays equal. Every
+worker must run its post-init ops: a broadcast completes only when the whole
+group has joined.
+
+Collective keys are constants of the graph's build order, so that workers
+building the same model get matching keys without talking to each other:
+
+* group key `GROUP_KEY` for the group of every tower of every worker;
+* instance key `GRADIENT_INSTANCE_KEY_BASE + i` for the all-reduce of the
+  i-th (grad, var) pair of a tower (pairs whose gradient is None have none);
+* instance key `BROADCAST_INSTANCE_KEY_BASE + j` for the broadcast of the
+  j-th variable of tower 0, in the order of the names without `v0/`.
+
+So every worker must build the same model with the same number of towers,
+and a graph holds one such manager (its keys would collide with a second
+one's). Gradients are summed in their own dtype unless `accumulation_dtype`
+widens float16 ones; sparse gradients are made dense first.
+
+The group's devices find each other through the collective group leader:
+every server and session of the cluster needs
+`config.experimental.collective_group_leader =
+'/job:worker/replica:0/task:0'` (see `collective_group_leader_config`).
+"""
+
+from variable_mgr import aggregation
+from variable_mgr import base
+from variable_mgr import errors
+from variable_mgr import interface
+from variable_mgr.allreduce import _tfprivate
+from variable_mgr.compat import tf
+from variable_mgr.strategies import _replicas
+
+GROUP_KEY = 1
+GRADIENT_INSTANCE_KEY_BASE = 1
+BROADCAST_INSTANCE_KEY_BASE = 1000000
+GROUP_LEADER = '/job:worker/replica:0/task:0'
+
+
+def set_collective_group_leader(config):
+  """Names worker 0 as the collective group leader in a ConfigProto
+  (of a server or a session); returns `config`."""
+  config.experimental.collective_group_leader = GROUP_LEADER
+  return config
+
+
+class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
+  """See the module docstring.
+
+  The host needs `cluster` (a tf.train.ClusterSpec with a "worker" job),
+  `task_index` (this worker) and `num_workers`, and tower devices on this
+  worker's task (`/job:worker/replica:0/task:<task_index>/...`), as
+  `variable_mgr.ClusterBenchmarkCnn` gives them.
+
+  Raises:
+    MissingClusterError: the host has no cluster, or one without a worker
+      job.
+    InterfaceError: a tower device that is not on this worker's task, or a
+      `task_index`/`num_workers` the cluster disagrees with.
+  """
+
+  required_attributes = interface.LOCAL_ATTRIBUTES + (
+      'cluster', 'task_index', 'num_workers')
+
+  def _check_config(self):
+    host = self.benchmark_cnn
+    cluster = host.cluster
+    jobs = sorted(cluster.jobs) if cluster is not None else None
+    if cluster is None or 'worker' not in jobs:
+      raise errors.MissingClusterError(
+          'collective_all_reduce all-reduces across the workers of a '
+          'cluster, but the host has cluster=%r: give it a '
+          'tf.train.ClusterSpec with a "worker" job (variable_mgr.'
+          'ClusterBenchmarkCnn), or on one machine use replicated (with '
+          'all_reduce_spec=\'collective\' for collective ops).' % (jobs,))
+    workers = len(cluster.job_tasks('worker'))
+    if host.num_workers != workers:
+      raise errors.InterfaceError(
+          'num_workers=%r but the cluster\'s worker job has %d tasks: they '
+          'must agree.' % (host.num_workers, workers))
+    if not 0 <= host.task_index < workers:
+      raise errors.InterfaceError(
+          'task_index=%r: the cluster has %d workers (0..%d).' %
+          (host.task_index, workers, workers - 1))
+    for device in host.raw_devices:
+      spec = tf.DeviceSpec.from_string(device)
+      if spec.job != 'worker' or spec.task != host.task_index:
+        raise errors.InterfaceError(
+            'tower device %r is not on this worker\'s task: collective '
+            'all-reduce needs devices that name it, such as '
+            '\'/job:worker/replica:0/task:%d/cpu:0\'.' %
+            (device, host.task_index))
+
+  @property
+  def group_size(self):
+    """Members of every collective: every tower of every worker."""
+    return self.benchmark_cnn.num_workers * self.num_towers
+
+  @property
+  def is_source(self):
+    """Whether this worker's tower 0 is the broadcast's source."""
+    return self.benchmark_cnn.task_index == 0
+
+  def _preprocess(self, tower_grads):
+    devices = self.benchmark_cnn.raw_devices
+    size = self.group_size
+    factor = 1.0 / size if self.use_mean else None
+    wide = self.accumulation_dtype
+    result = []
+    with tf.name_scope('collective_all_reduce'):
+      for tower, device in zip(tower_grads, devices):
+        reduced = []
+        for i, (g, v) in enumerate(tower):
+          if g is not None:
+            with tf.device(device):
+              g = aggregation.densify(g)
+              dtype = g.dtype
+              if wide is not None and dtype == tf.float16:
+                g = tf.cast(g, wide)
+              g = _tfprivate.collective_all_reduce(
+                  g, size, GROUP_KEY, GRADIENT_INSTANCE_KEY_BASE + i)
+              if factor is not None:
+                g = aggregation.scale(g, factor)
+              if g.dtype != dtype:
+                g = tf.cast(g, dtype)
+          reduced.append((g, v))
+        result.append(reduced)
+    return devices, result
+
+  def get_post_init_ops(self):
+    """Broadcasts worker 0's tower 0 to every tower of every worker."""
+    devices = self.benchmark_cnn.raw_devices
+    by_name = dict((base.strip_port(v.op.name), v)
+                   for v in tf.global_variables())
+    names = sorted(base.canonical_name(n) for n in by_name
+                   if base.tower_scope_of(n)[1] == 0)
+    ops = []
+    with tf.name_scope('collective_broadcast'):
+      for j, name in enumerate(names):
+        key = BROADCAST_INSTANCE_KEY_BASE + j
+        for d, device in enumerate(devices):
+          var = by_name.get('v%d/%s' % (d, name))
+          if var is None:
+            raise errors.ProtocolError(
+                'tower %d has no variable %s but tower 0 has: every tower '
+                'must build the same model.' % (d, name))
+          shape = var.shape
+          if not shape.is_fully_defined():
+            raise errors.GradientShapeError(
+                'variable %s has shape %s: a broadcast needs a fully '
+                'defined shape.' % (var.op.name, shape))
+          with tf.device(device):
+            if d == 0 and self.is_source:
+              ops.append(_tfprivate.collective_broadcast_send(
+                  var.read_value(), self.group_size, GROUP_KEY, key).op)
+            else:
+              value = _tfprivate.collective_broadcast_recv(
+                  shape, var.dtype.base_dtype, self.group_size, GROUP_KEY,
+                  key)
+              ops.append(var.assign(value, read_value=False))
+    return ops
