@@ -28,6 +28,11 @@ Every task runs a `tf.train.Server`. Which task this process is comes from
   parameter_server and distributed_replicated alike; staged
   parameter_server applies the gradients taken at the previous step's
   weights (one-step-stale).
+  collective_all_reduce instead applies the mean over every tower of every
+  worker (`w -= lr * mean_kt g_kt(w)`) to every worker's own copies, which
+  non-chief workers initialise themselves before the post-init broadcast
+  from the chief; every server and session config names worker 0 as the
+  collective group leader.
 * **Asynchronous steps** (`--cross_replica_sync=false`, parameter_server
   only): every worker applies its own updates when they are ready; the global
   step counts every worker's updates.
@@ -69,7 +74,11 @@ CONNECT_TIMEOUT_SECS = 1.0
 # launcher is gone, and the task exits instead of living on as an orphan.
 LAUNCHER_FD_ENV = 'VARIABLE_MGR_LAUNCHER_FD'
 PS_DEVICE = '/job:ps/replica:0/task:%d/cpu:0'
-SYNC_STRATEGIES = ('parameter_server', 'distributed_replicated')
+SYNC_STRATEGIES = ('parameter_server', 'distributed_replicated',
+                   'collective_all_reduce')
+# Collective ops (collective_all_reduce) find their group through worker 0:
+# every server and session config of the cluster names it.
+COLLECTIVE_GROUP_LEADER = '/job:worker/replica:0/task:0'
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
@@ -399,7 +408,13 @@ def build_worker_graph(config, host, spec, sync):
         train_op = tf.group(*step_ops, name='train_op')
       global_vars = tf.global_variables()
       global_init_op = tf.variables_initializer(global_vars)
-      local_init_op = tf.local_variables_initializer()
+      # Global variables on this worker's own task (collective_all_reduce's
+      # copies) are this worker's to initialise; the chief's global init
+      # covers its own.
+      own = [v for v in global_vars
+             if not spec.is_chief and _on_task(v, 'worker', spec.task_index)]
+      local_init_op = tf.group(tf.local_variables_initializer(),
+                               tf.variables_initializer(own))
       post_init = mgr.get_post_init_ops()
       post_init_op = tf.group(*post_init) if post_init else None
       staging_put_op = tf.group(*staging_puts) if staging_puts else None
@@ -537,22 +552,35 @@ def _first_line(error, limit=300):
   return (useful or lines or [''])[0][:limit].rstrip('.')
 
 
+def _on_task(var, job, task):
+  """Whether `var` is placed on task `task` of job `job`."""
+  from variable_mgr.compat import tf  # pylint: disable=g-import-not-at-top
+  device = tf.DeviceSpec.from_string(var.device or '')
+  return device.job == job and device.task == task
+
+
+def _group_leader(config):
+  config.experimental.collective_group_leader = COLLECTIVE_GROUP_LEADER
+  return config
+
+
 def _session_config(tf, spec, options, num_cpus):
   if spec.job_name == 'ps':
     filters = ['/job:ps/replica:0/task:%d' % spec.task_index]
   else:
     filters = ['/job:ps', '/job:worker/replica:0/task:%d' % spec.task_index]
-  return tf.ConfigProto(
+  return _group_leader(tf.ConfigProto(
       device_count={'CPU': num_cpus}, device_filters=filters,
       operation_timeout_in_ms=int(options.op_timeout_secs * 1000),
-      allow_soft_placement=False)
+      allow_soft_placement=False))
 
 
 def _server(tf, spec, num_cpus):
   return tf.train.Server(
       tf.train.ClusterSpec(spec.cluster_dict()), job_name=spec.job_name,
       task_index=spec.task_index,
-      config=tf.ConfigProto(device_count={'CPU': num_cpus}), start=True)
+      config=_group_leader(tf.ConfigProto(device_count={'CPU': num_cpus})),
+      start=True)
 
 
 def run_ps(spec, options, log=print):
