@@ -312,6 +312,7 @@ def test_runner_refuses_asynchronous_steps():
   with pytest.raises(distributed.ClusterOptionsError) as info:
     distributed._check_options(config, False)  # pylint: disable=protected-access
   assert 'collective_all_reduce' in str(info.value)
+  assert 'collective_all_reduce synchronises every variable' in str(info.value)
   distributed._check_options(config, True)  # pylint: disable=protected-access
 
 

@@ -654,9 +654,9 @@ def _check_options(config, sync):
   if not sync and config.variable_update != 'parameter_server':
     raise ClusterOptionsError(
         '--cross_replica_sync=false with --variable_update=%s: asynchronous '
-        'updates exist only for parameter_server (distributed_replicated '
-        'synchronises every variable); drop the flag or use '
-        'parameter_server.' % config.variable_update)
+        'updates exist only for parameter_server (%s synchronises every '
+        'variable each step); drop the flag or use parameter_server.' %
+        (config.variable_update, config.variable_update))
 
 
 def run_worker(spec, config, options, log=print):
