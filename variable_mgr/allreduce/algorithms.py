@@ -31,8 +31,8 @@ import weakref
 
 import tensorflow as tf
 
+from variable_mgr import compat
 from variable_mgr import errors as core_errors
-from variable_mgr.allreduce import _tfprivate
 from variable_mgr.allreduce import errors
 from variable_mgr.allreduce import layout
 
@@ -374,7 +374,7 @@ def nccl(tower_tensors, devices):
         with tf.device(devices[d]):
           x = tf.identity(x)
       placed.append(x)
-    return list(_tfprivate.nccl_all_sum(placed))
+    return list(compat.nccl_all_sum(placed))
 
   with tf.name_scope('nccl_all_reduce'):
     return _by_index(towers, one)
@@ -448,7 +448,7 @@ def collective(tower_tensors, devices, group_key=None, instance_key_start=None):
     outs = []
     for d in range(k):
       with tf.device(devices[d]):
-        outs.append(_tfprivate.collective_all_reduce(
+        outs.append(compat.collective_all_reduce(
             xs[d], k, group_key, instance_key_start + i))
     return outs
 

@@ -43,9 +43,9 @@ every server and session of the cluster needs
 
 from variable_mgr import aggregation
 from variable_mgr import base
+from variable_mgr import compat
 from variable_mgr import errors
 from variable_mgr import interface
-from variable_mgr.allreduce import _tfprivate
 from variable_mgr.compat import tf
 from variable_mgr.strategies import _replicas
 
@@ -135,7 +135,7 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
               dtype = g.dtype
               if wide is not None and dtype == tf.float16:
                 g = tf.cast(g, wide)
-              g = _tfprivate.collective_all_reduce(
+              g = compat.collective_all_reduce(
                   g, size, GROUP_KEY, GRADIENT_INSTANCE_KEY_BASE + i)
               if factor is not None:
                 g = aggregation.scale(g, factor)
@@ -169,10 +169,10 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
                 'defined shape.' % (var.op.name, shape))
           with tf.device(device):
             if d == 0 and self.is_source:
-              ops.append(_tfprivate.collective_broadcast_send(
+              ops.append(compat.collective_broadcast_send(
                   var.read_value(), self.group_size, GROUP_KEY, key).op)
             else:
-              value = _tfprivate.collective_broadcast_recv(
+              value = compat.collective_broadcast_recv(
                   shape, var.dtype.base_dtype, self.group_size, GROUP_KEY,
                   key)
               ops.append(var.assign(value, read_value=False))
