@@ -53,6 +53,26 @@ def _normal(stddev=0.5):
   return tf1.random_normal_initializer(stddev=stddev)
 
 
+def batch_norm(z, decay, epsilon, name='bn'):
+  """Batch norm of `z` [batch, channels] over the batch, with moving
+  statistics updated in UPDATE_OPS."""
+  channels = z.shape[-1]
+  dtype = z.dtype
+  with tf1.variable_scope(name):
+    gamma = tf1.get_variable('gamma', [channels], dtype,
+                             tf1.random_uniform_initializer(0.5, 1.5))
+    beta = tf1.get_variable('beta', [channels], dtype, _normal(0.1))
+    moving_mean = tf1.get_variable('moving_mean', [channels], dtype,
+                                   tf1.zeros_initializer(), trainable=False)
+    moving_variance = tf1.get_variable('moving_variance', [channels], dtype,
+                                       tf1.ones_initializer(), trainable=False)
+  mean, variance = tf.nn.moments(z, [0])
+  for moving, batch in ((moving_mean, mean), (moving_variance, variance)):
+    delta = tf.multiply(tf.subtract(moving, batch), 1.0 - decay)
+    tf1.add_to_collection(tf1.GraphKeys.UPDATE_OPS, moving.assign_sub(delta))
+  return tf.nn.batch_normalization(z, mean, variance, beta, gamma, epsilon)
+
+
 class BatchNormModel(object):
   """z = x W; batch norm of z over the batch; loss = 0.5 mean |bn(z) - y|^2.
 
@@ -76,24 +96,7 @@ class BatchNormModel(object):
     y = tf1.placeholder(self.dtype, [self.BATCH, self.channels])
     w = tf1.get_variable('dense/w', [self.IN, self.channels], self.dtype,
                          _normal(1.0))
-    z = tf.matmul(x, w)
-    with tf1.variable_scope('bn'):
-      gamma = tf1.get_variable('gamma', [self.channels], self.dtype,
-                               tf1.random_uniform_initializer(0.5, 1.5))
-      beta = tf1.get_variable('beta', [self.channels], self.dtype,
-                              _normal(0.1))
-      moving_mean = tf1.get_variable('moving_mean', [self.channels],
-                                     self.dtype, tf1.zeros_initializer(),
-                                     trainable=False)
-      moving_variance = tf1.get_variable('moving_variance', [self.channels],
-                                         self.dtype, tf1.ones_initializer(),
-                                         trainable=False)
-    mean, variance = tf.nn.moments(z, [0])
-    for moving, batch in ((moving_mean, mean), (moving_variance, variance)):
-      delta = tf.multiply(tf.subtract(moving, batch), 1.0 - self.DECAY)
-      tf1.add_to_collection(tf1.GraphKeys.UPDATE_OPS, moving.assign_sub(delta))
-    out = tf.nn.batch_normalization(z, mean, variance, beta, gamma,
-                                    self.EPSILON)
+    out = batch_norm(tf.matmul(x, w), self.DECAY, self.EPSILON)
     loss = 0.5 * tf.reduce_mean(tf.reduce_sum(tf.square(out - y), axis=1))
     return loss, (x, y)
 

@@ -2,7 +2,9 @@
 
 The moving statistics are updated once a step, from tower 0's batch (the
 tower whose UPDATE_OPS the harness keeps), and the saved statistics are the
-updated ones. The trainable variables follow NumPy SGD meanwhile.
+updated ones. The trainable variables follow NumPy SGD meanwhile (one step
+stale with staged variables, whose batch statistics are then those of the
+stale weights tower 0 computed with).
 """
 
 import numpy as np
@@ -37,6 +39,10 @@ STAGED_RACE = (
     'the next step reads the statistic from before or after the update, so '
     'the moving statistics are a one-step-stale average or an EMA, changing '
     'from run to run with resource variables')
+# The numbers race, so their xfail is not strict (measured over 30 runs of
+# 5 steps: every read stale in 21 with resource variables, every read fresh
+# in 4, mixed in 5; stale in all 30 with ref variables). The ordering test
+# at the end fails every time and is strict.
 
 
 def _names():
@@ -92,9 +98,9 @@ def _ancestors(op):
 
 @pytest.mark.xfail(strict=True, reason=STAGED_RACE)
 def test_staged_statistic_put_and_update_are_ordered(variable_kind):
-  """Either order is deterministic; neither is a race. (The numbers above
-  expect the put after the update: the next step reads the updated
-  statistic, which makes the moving statistics an EMA.)"""
+  """Either order is deterministic, and so is not staging the statistics at
+  all. The numbers above expect the next step to read the updated
+  statistic, which makes the moving statistics an EMA."""
   model = BatchNormModel()
   run = real_models.Run('staged_ps', NUM_TOWERS, model)
   try:
@@ -104,6 +110,8 @@ def test_staged_statistic_put_and_update_are_ordered(variable_kind):
       op = getattr(update, 'op', update)
       kept |= _ancestors(op) | {op}
     for name in model.MOVING:
+      if 'v/' + name not in staged:
+        continue  # Read and updated directly: nothing to order.
       put, _ = staged['v/' + name]
       updates = [op for op in kept
                  if op.type in ('AssignSub', 'AssignSubVariableOp') and
