@@ -203,6 +203,43 @@ def test_sum_reduction_has_no_scaling():
   assert not scale_ops('sum')
 
 
+def test_one_worker_of_one_tower_needs_no_collective():
+  """A group of one: the gradient is applied as is and the post-init ops
+  are empty (TensorFlow refuses a collective group of one)."""
+  port, = launcher.free_ports(1)
+  cluster = tf.train.ClusterSpec(
+      {'worker': ['%s:%d' % (launcher.LOOPBACK, port)]})
+  host = _Host(cluster=cluster, task_index=0, num_workers=1,
+               raw_devices=['/job:worker/replica:0/task:0/cpu:0'])
+  host.devices = list(host.raw_devices)
+  host.cpu_device = host.param_server_device = host.raw_devices[0]
+  graph = tf.Graph()
+  with graph.as_default():
+    mgr = variable_mgr.create('collective_all_reduce', host)
+    assert mgr.group_size == 1
+    with mgr.create_outer_variable_scope(0), tf.device(host.devices[0]):
+      w = tf.get_variable('w', initializer=tf.constant([1.0, 2.0]))
+      loss = tf.reduce_sum(w * w)
+      device_grads = [zip(tf.gradients(loss, [w]), [w])]
+    apply_devices, state = mgr.preprocess_device_grads(device_grads)
+    training_ops = []
+    with tf.device(apply_devices[0]):
+      mgr.append_apply_gradients_ops(
+          state, tf.train.GradientDescentOptimizer(0.25),
+          mgr.get_gradients_to_apply(0, state), training_ops)
+    assert mgr.get_post_init_ops() == []
+    init = tf.global_variables_initializer()
+  assert not [op for op in graph.get_operations()
+              if op.type.startswith('Collective')]
+  server = tf.train.Server(cluster, job_name='worker', task_index=0,
+                           start=True)
+  with tf.Session(server.target, graph=graph) as session:
+    session.run(init)
+    session.run(training_ops)
+    # w - 0.25 * 2w
+    np.testing.assert_allclose(session.run(w), [0.5, 1.0])
+
+
 def test_variables_to_save_are_tower_zero_under_canonical_names():
   host = variable_mgr.ClusterBenchmarkCnn(
       {'ps': ['h:1'], 'worker': ['h:2', 'h:3']}, 1, 2)

@@ -135,10 +135,13 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
               dtype = g.dtype
               if wide is not None and dtype == tf.float16:
                 g = tf.cast(g, wide)
-              g = compat.collective_all_reduce(
-                  g, size, GROUP_KEY, GRADIENT_INSTANCE_KEY_BASE + i)
-              if factor is not None:
-                g = aggregation.scale(g, factor)
+              # A group of one has nothing to add (and older TensorFlow
+              # releases refuse one).
+              if size > 1:
+                g = compat.collective_all_reduce(
+                    g, size, GROUP_KEY, GRADIENT_INSTANCE_KEY_BASE + i)
+                if factor is not None:
+                  g = aggregation.scale(g, factor)
               if g.dtype != dtype:
                 g = tf.cast(g, dtype)
           reduced.append((g, v))
@@ -146,7 +149,13 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
     return devices, result
 
   def get_post_init_ops(self):
-    """Broadcasts worker 0's tower 0 to every tower of every worker."""
+    """Broadcasts worker 0's tower 0 to every tower of every worker.
+
+    With one worker of one tower there is no other copy: no ops (and
+    TensorFlow refuses a broadcast group of one).
+    """
+    if self.group_size == 1:
+      return []
     devices = self.benchmark_cnn.raw_devices
     by_name = dict((base.strip_port(v.op.name), v)
                    for v in tf.global_variables())
