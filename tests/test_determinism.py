@@ -14,6 +14,7 @@ tf1 = tf.compat.v1
 pytestmark = pytest.mark.filterwarnings(
     'ignore:this all-reduce needs dense tensors')
 
+# Three: a sum of two terms is the same in either order, of three it is not.
 NUM_TOWERS = 3
 STEPS = 3
 SEED = 1234
