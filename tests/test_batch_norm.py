@@ -69,7 +69,10 @@ def test_moving_statistics_are_tower_zero_ema(name, tmp_path, variable_kind):
     moving = expected_moving(model, init, used, batches)
     # One update fewer or more is far off with a decay of 0.7.
     fewer = expected_moving(model, init, used[:-1], batches[:-1])
-    assert not np.allclose(fewer['bn/moving_mean'], moving['bn/moving_mean'])
+    more = expected_moving(model, init, used + used[-1:],
+                           batches + batches[-1:])
+    for other in (fewer, more):
+      assert not np.allclose(other['bn/moving_mean'], moving['bn/moving_mean'])
     real_models.assert_close(got, moving, np.float32, model.MOVING, name)
 
     saved_names = dict((k, v.op.name) for k, v in run.saved.items())
