@@ -79,3 +79,20 @@ def test_areas_hold_one_item_after_every_step(variable_kind):
     expected.append(current - 0.25 * 2 * previous)
     previous = current
   np.testing.assert_allclose(w_values, expected, rtol=1e-6)
+
+
+def test_a_variable_asked_for_twice_is_the_same_object(variable_kind):
+  with tf.Graph().as_default():
+    host = variable_mgr.LocalBenchmarkCnn(2)
+    mgr = variable_mgr.create('parameter_server', host, staged_vars=True)
+    host.devices = mgr.get_devices()
+    got = []
+    for _ in range(2):
+      with mgr.create_outer_variable_scope(0), tf1.device(host.devices[0]):
+        with tf1.variable_scope('', reuse=tf1.AUTO_REUSE):
+          got.append((tf1.get_variable('stat', [2], trainable=False),
+                      tf1.get_variable('w', [2])))
+    (stat_a, w_a), (stat_b, w_b) = got
+    assert isinstance(stat_a, variable_mgr.StagedModelVariable)
+    assert stat_b is stat_a and w_b is w_a
+    assert len(mgr.staging_vars_on_devices[0]) == 2

@@ -124,7 +124,9 @@ class StagedVariableGetter(object):
     cpu_device: if set, the variable is first copied once to this device and
       staged from there (distributed: one copy from the PS per worker).
     variable_mgr: the manager; owns `staging_vars_on_devices` (one dict a
-      tower: variable name -> (put_op, get_op)) and `staged_vars_on_cpu`.
+      tower: variable name -> (put_op, get_op)), `staged_reads_on_devices`
+      (one dict a tower: variable name -> what the tower's model got) and
+      `staged_vars_on_cpu`.
   """
 
   def __init__(self, device_num, devices, cpu_device, variable_mgr):
@@ -134,9 +136,14 @@ class StagedVariableGetter(object):
     self.variable_mgr = variable_mgr
 
   def __call__(self, getter, name, *args, **kwargs):
+    # What a tower got for a name, it gets again (a wrapper stays a wrapper).
+    given = self.variable_mgr.staged_reads_on_devices[self.device_num]
+    if name not in given:
+      given[name] = self._stage(getter, name, *args, **kwargs)
+    return given[name]
+
+  def _stage(self, getter, name, *args, **kwargs):
     staging_ops = self.variable_mgr.staging_vars_on_devices[self.device_num]
-    if name in staging_ops:
-      return staging_ops[name][1]
     real_var = getter(name, *args, **kwargs)
     trainable = kwargs.get('trainable')
     if trainable is None:  # tf.get_variable's default.

@@ -43,6 +43,8 @@ class _StagedMixin(object):
     # staging_vars_on_devices[device_num][var_name] == (put_op, get_op)
     self.staging_vars_on_devices = [dict() for _ in
                                     self.benchmark_cnn.raw_devices]
+    self.staged_reads_on_devices = [dict() for _ in
+                                    self.benchmark_cnn.raw_devices]
     self.staged_vars_on_cpu = {}
 
   def supports_staged_vars(self):
