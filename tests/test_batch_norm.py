@@ -31,27 +31,7 @@ def expected_moving(model, init, used, batches):
   return {'bn/moving_mean': mean, 'bn/moving_variance': variance}
 
 
-STAGED_RACE = (
-    'variable_mgr/staging.py: the put that stages a batch-norm statistic for '
-    'the next step (StagedVariableGetter.__call__, `put_op = area.put('
-    '[var_to_stage])`) and the statistic\'s update (StagedModelVariable.'
-    'assign_sub, `return self.real_var.assign_sub(delta_get)`) are unordered: '
-    'the next step reads the statistic from before or after the update, so '
-    'the moving statistics are a one-step-stale average or an EMA, changing '
-    'from run to run with resource variables')
-# The numbers race, so their xfail is not strict (measured over 30 runs of
-# 5 steps: every read stale in 21 with resource variables, every read fresh
-# in 4, mixed in 5; stale in all 30 with ref variables). The ordering test
-# at the end fails every time and is strict.
-
-
-def _names():
-  return [pytest.param(name, marks=pytest.mark.xfail(
-      strict=False, reason=STAGED_RACE)) if name == 'staged_ps' else name
-          for name in real_models.NAMES]
-
-
-@pytest.mark.parametrize('name', _names())
+@pytest.mark.parametrize('name', real_models.NAMES)
 def test_moving_statistics_are_tower_zero_ema(name, tmp_path, variable_kind):
   model = BatchNormModel()
   run = real_models.Run(name, NUM_TOWERS, model)
@@ -99,11 +79,11 @@ def _ancestors(op):
   return seen
 
 
-@pytest.mark.xfail(strict=True, reason=STAGED_RACE)
 def test_staged_statistic_put_and_update_are_ordered(variable_kind):
-  """Either order is deterministic, and so is not staging the statistics at
-  all. The numbers above expect the next step to read the updated
-  statistic, which makes the moving statistics an EMA."""
+  """A staged statistic whose put and update were unordered would be read
+  stale or fresh from run to run. The numbers above expect the next step to
+  read the updated statistic (an EMA), which holds when statistics are not
+  staged at all, as now."""
   model = BatchNormModel()
   run = real_models.Run('staged_ps', NUM_TOWERS, model)
   try:

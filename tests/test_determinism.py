@@ -75,22 +75,7 @@ def _assert_identical(first, second):
       np.testing.assert_array_equal(a[k], b[k], err_msg='tower %d %s' % (t, k))
 
 
-STAGED_STATISTICS_RACE = (
-    'staged_ps: the batch-norm statistic\'s put for the next step and its '
-    'update are unordered (variable_mgr/staging.py; see '
-    'test_batch_norm.STAGED_RACE), so the next step reads the statistic '
-    'from before or after the update: measured, bn/moving_mean differs '
-    'between runs with resource variables (ref variables happened to '
-    'agree); the trainable variables are bit-identical (test below)')
-
-
-def _names():
-  return [pytest.param(name, marks=pytest.mark.xfail(
-      strict=False, reason=STAGED_STATISTICS_RACE))
-          if name == 'staged_ps' else name for name in real_models.NAMES]
-
-
-@pytest.mark.parametrize('name', _names())
+@pytest.mark.parametrize('name', real_models.NAMES)
 def test_two_runs_are_bit_identical(name, variable_kind):
   model = MixedModel()
   _assert_identical(_train(name, model), _train(name, model))

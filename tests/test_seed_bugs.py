@@ -13,7 +13,6 @@ import seed_harness
 import test_conformance
 import variable_mgr
 from variable_mgr import compat
-from variable_mgr import staging
 
 tf1 = tf.compat.v1
 GLOBAL = tf1.GraphKeys.GLOBAL_VARIABLES
@@ -193,23 +192,27 @@ def test_staged_ps_runs_with_resource_variables(resource_variables):
 
 
 def _staged_model_variable(num_towers=1):
-  """A staged PS manager and a non-trainable variable built under it."""
+  """A staged PS manager and a StagedModelVariable of a statistic, staged
+  as the seed's getter staged it."""
   bench = variable_mgr.LocalBenchmarkCnn(num_towers)
   mgr = variable_mgr.create('parameter_server', bench, staged_vars=True)
   bench.devices = mgr.get_devices()
-  with mgr.create_outer_variable_scope(0), tf1.device(bench.devices[0]):
-    moving = tf1.get_variable(
-        'bn/moving_mean', initializer=tf.constant([1.0, 2.0, 3.0]),
-        trainable=False)
-  return bench, mgr, moving
+  real = tf1.get_variable('bn/moving_mean',
+                          initializer=tf.constant([1.0, 2.0, 3.0]),
+                          trainable=False)
+  with tf1.device(bench.devices[0]):
+    area = compat.staging_area(tf.float32, [3])
+    put = area.put([compat.snapshot(real)])
+    moving = variable_mgr.StagedModelVariable(
+        real, compat.staging_get(area), mgr)
+  return bench, mgr, moving, [put]
 
 
 def test_staged_model_variable_read_assign_sub_convert(variable_kind):
   """Seed: StagedModelVariable._ref() calls the real variable's _ref(),
   which resource variables lack."""
   with tf.Graph().as_default() as graph:
-    bench, mgr, moving = _staged_model_variable()
-    assert isinstance(moving, variable_mgr.StagedModelVariable)
+    bench, mgr, moving, puts = _staged_model_variable()
     real = moving.real_var
     assert compat.is_resource_variable(real) == (variable_kind == 'resource')
     staged_read = tf.convert_to_tensor(moving)
@@ -220,7 +223,6 @@ def test_staged_model_variable_read_assign_sub_convert(variable_kind):
         b'loc:@' + real.op.name.encode()]
     delta = tf1.placeholder(tf.float32, [3])
     update = moving.assign_sub(delta)
-    puts = staging.all_put_ops(mgr)
     init = tf1.global_variables_initializer()
     graph.finalize()
   with tf1.Session(graph=graph, config=bench.session_config()) as sess:

@@ -11,12 +11,14 @@ SGD): `w[t+1] = w[t] - lr * grad(w[t-1])`, with `w[-1] = w[0]`. A put stores a
 snapshot, never an alias of a ref variable's buffer, so this holds for ref
 and resource variables alike.
 
-Non-trainable variables (batch-norm statistics) of the tower whose updates
-the harness keeps (`retain_tower_updates`, tower 0) are wrapped in a
-`StagedModelVariable`: reads come from the staging area, `assign_sub` goes
-through a second area whose put the harness runs with the tower's updates
-(`VariableMgr.staging_delta_ops`). Other towers read them directly: their
-updates are dropped, so a staged read there would never be taken.
+Non-trainable variables (batch-norm statistics) are read and updated
+directly, not staged: a staged copy of a statistic would be put for the next
+step in no fixed order with the statistic's update in this step, so the
+moving averages would be sometimes stale and sometimes not. Read directly,
+they are exact moving averages. `StagedModelVariable`, the seed's wrapper for
+them (reads from a staging area, `assign_sub` through a second area whose put
+goes into `VariableMgr.staging_delta_ops`), is kept for code that builds one
+itself; this getter no longer does.
 
 Every step takes exactly one item out of each staging area it fills: the
 step's updates wait for every put and every get, so an area whose read no op
@@ -146,11 +148,8 @@ class StagedVariableGetter(object):
     staging_ops = self.variable_mgr.staging_vars_on_devices[self.device_num]
     real_var = getter(name, *args, **kwargs)
     trainable = kwargs.get('trainable')
-    if trainable is None:  # tf.get_variable's default.
-      trainable = True
-    if not (trainable or
-            self.variable_mgr.retain_tower_updates(self.device_num)):
-      return real_var
+    if trainable is not None and not trainable:  # None: get_variable's True.
+      return real_var  # Statistics are read directly (see module doc).
     if self.cpu_device:
       cache = self.variable_mgr.staged_vars_on_cpu
       if name not in cache:
@@ -165,11 +164,8 @@ class StagedVariableGetter(object):
       put_op = area.put([var_to_stage])
       get_op = compat.staging_get(area)
     staging_ops[name] = (put_op, get_op)
-    if trainable:
-      # Trainable variables are updated through apply_gradients on the real
-      # variable; the tower only reads.
-      return get_op
-    return StagedModelVariable(real_var, get_op, self.variable_mgr)
+    # Updated through apply_gradients on the real variable; the tower reads.
+    return get_op
 
 
 def staged_trainable_variables(variable_mgr, device_num, writable, prefix):
