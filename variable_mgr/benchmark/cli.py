@@ -30,7 +30,7 @@ class _Parser(argparse.ArgumentParser):
     raise UsageError(message)
 
 
-def _bool(text):
+def parse_bool(text):
   value = str(text).lower()
   if value in ('1', 'true', 'yes', 'on'):
     return True
@@ -39,7 +39,7 @@ def _bool(text):
   raise argparse.ArgumentTypeError('expected true or false, got %r' % text)
 
 
-def _int_at_least(minimum):
+def int_at_least(minimum):
   def parse(text):
     try:
       value = int(text)
@@ -52,7 +52,7 @@ def _int_at_least(minimum):
   return parse
 
 
-def _positive_float(text):
+def positive_float(text):
   try:
     value = float(text)
   except ValueError:
@@ -94,7 +94,7 @@ def build_parser():
       help='the model to train (default: %(default)s)')
   add('--variable_update', default='replicated', choices=STRATEGY_NAMES,
       help='how variables are kept and updated (default: %(default)s)')
-  add('--num_gpus', type=_int_at_least(0), default=4,
+  add('--num_gpus', type=int_at_least(0), default=4,
       help='number of towers (virtual CPU devices with --device=cpu) '
            '(default: %(default)s)')
   add('--device', default='cpu', choices=('cpu', 'gpu'),
@@ -102,48 +102,48 @@ def build_parser():
   add('--local_parameter_device', default='cpu', choices=('cpu', 'gpu'),
       help='where parameter_server keeps the variables (default: '
            '%(default)s)')
-  add('--staged_vars', type=_bool, nargs='?', const=True, default=False,
+  add('--staged_vars', type=parse_bool, nargs='?', const=True, default=False,
       help='read variables through staging areas (parameter_server only)')
-  add('--use_nccl', type=_bool, nargs='?', const=True, default=False,
+  add('--use_nccl', type=parse_bool, nargs='?', const=True, default=False,
       help='all-reduce with NCCL (replicated on GPUs only)')
   add('--all_reduce_spec', default=None,
       help='replicated: the all-reduce algorithm, e.g. xring, xring#2, '
            'pscpu:32k:xring, rechd, hcopy, nccl (default: the copy)')
-  add('--gradient_repacking', type=_int_at_least(0), default=0,
+  add('--gradient_repacking', type=int_at_least(0), default=0,
       help='replicated: all-reduce this many packs of the concatenated '
            'gradients (default: 0, off)')
-  add('--agg_small_grads_max_bytes', type=_int_at_least(0), default=0,
+  add('--agg_small_grads_max_bytes', type=int_at_least(0), default=0,
       help='replicated: concatenate gradients of at most this many bytes '
            'before the all-reduce (default: 0, off)')
-  add('--agg_small_grads_max_group', type=_int_at_least(1), default=10,
+  add('--agg_small_grads_max_group', type=int_at_least(1), default=10,
       help='replicated: at most this many gradients a group (default: '
            '%(default)s)')
-  add('--compact_gradient_transfer', type=_bool, nargs='?', const=True,
+  add('--compact_gradient_transfer', type=parse_bool, nargs='?', const=True,
       default=False,
       help='replicated: float32 gradients travel as float16')
-  add('--measure_traffic', type=_bool, nargs='?', const=True, default=False,
+  add('--measure_traffic', type=parse_bool, nargs='?', const=True, default=False,
       help='after the timed steps, run one more and print the bytes each '
            'device sent and received beside the ring lower bound')
-  add('--batch_size', type=_int_at_least(1), default=None,
+  add('--batch_size', type=int_at_least(1), default=None,
       help='batch size per tower (default: the model\'s, 32)')
-  add('--num_batches', type=_int_at_least(0), default=None,
+  add('--num_batches', type=int_at_least(0), default=None,
       help='timed batches (default: 30; 10 a run with --compare)')
-  add('--num_warmup_batches', type=_int_at_least(0), default=None,
+  add('--num_warmup_batches', type=int_at_least(0), default=None,
       help='untimed batches before timing (default: 5; 2 with --compare)')
-  add('--display_every', type=_int_at_least(1), default=10,
+  add('--display_every', type=int_at_least(1), default=10,
       help='print a progress line every this many steps (default: '
            '%(default)s)')
   add('--optimizer', default='sgd', choices=('sgd', 'momentum'),
       help='(default: %(default)s)')
-  add('--learning_rate', type=_positive_float, default=None,
+  add('--learning_rate', type=positive_float, default=None,
       help='(default: the model\'s)')
-  add('--momentum', type=_positive_float, default=0.9,
+  add('--momentum', type=positive_float, default=0.9,
       help='momentum of --optimizer=momentum (default: %(default)s)')
   add('--weight_decay', type=float, default=None,
       help='L2 factor on weights (default: the model\'s)')
   add('--seed', type=int, default=1234,
       help='graph-level random seed of initial values and synthetic data')
-  add('--use_resource_vars', type=_bool, nargs='?', const=True, default=None,
+  add('--use_resource_vars', type=parse_bool, nargs='?', const=True, default=None,
       help='true: resource variables; false: ref variables (default: '
            'TensorFlow\'s, ref in 1.15, resource in 2.x)')
   add('--train_dir', default=None,

@@ -102,48 +102,15 @@ class ClusterOptionsError(errors.VariableMgrError):
 
 # -- Flags --------------------------------------------------------------------
 
-
-def _bool(text):
-  value = str(text).lower()
-  if value in ('1', 'true', 'yes', 'on'):
-    return True
-  if value in ('0', 'false', 'no', 'off'):
-    return False
-  import argparse  # pylint: disable=g-import-not-at-top
-  raise argparse.ArgumentTypeError('expected true or false, got %r' % text)
-
-
-def _positive_number(text):
-  import argparse  # pylint: disable=g-import-not-at-top
-  try:
-    value = float(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError('expected a number, got %r' % text)
-  if not value > 0:
-    raise argparse.ArgumentTypeError('must be positive, got %r' % text)
-  return value
-
-
-def _count(minimum):
-  def parse(text):
-    import argparse  # pylint: disable=g-import-not-at-top
-    try:
-      value = int(text)
-    except ValueError:
-      raise argparse.ArgumentTypeError('expected an integer, got %r' % text)
-    if value < minimum:
-      raise argparse.ArgumentTypeError('must be at least %d, got %d' %
-                                       (minimum, value))
-    return value
-  return parse
-
-
 CLUSTER_FLAGS = ('job_name', 'task_index', 'ps_hosts', 'worker_hosts')
 LAUNCHER_FLAGS = ('launch_local_cluster', 'num_ps', 'num_workers')
 
 
 def add_flags(parser):
   """Adds the cluster and launcher flags to an argparse parser."""
+  from variable_mgr.benchmark import cli  # pylint: disable=g-import-not-at-top
+  _bool, _count, _positive_number = (cli.parse_bool, cli.int_at_least,
+                                     cli.positive_float)
   group = parser.add_argument_group(
       'cluster', 'run one task of a ps/worker cluster (or read TF_CONFIG), '
       'or launch a whole cluster on this machine')
@@ -789,12 +756,8 @@ def run_worker(spec, config, options, log=print):
     call(g.done_op, 'telling the PS tasks this worker finished')
   sess.close()
 
-  images_per_sec = None
-  if step_times:
-    images_per_sec = global_batch * len(step_times) / total_seconds
-    log('-' * 64)
-    log('total images/sec: %.2f' % images_per_sec)
-    log('-' * 64)
+  images_per_sec = harness.report_throughput(global_batch, step_times,
+                                             total_seconds, log)
   return collections.OrderedDict([
       ('task', spec.name),
       ('images_per_sec', images_per_sec),

@@ -377,12 +377,8 @@ def run_benchmark(config, host, session_target='', session_config=None,
   if writer is not None:
     writer.close()
 
-  images_per_sec = None
-  if step_times:
-    images_per_sec = global_batch * len(step_times) / total_seconds
-    log('-' * 64)
-    log('total images/sec: %.2f' % images_per_sec)
-    log('-' * 64)
+  images_per_sec = report_throughput(global_batch, step_times, total_seconds,
+                                     log)
   return collections.OrderedDict([
       ('images_per_sec', images_per_sec),
       ('final_loss', losses[-1] if losses else None),
@@ -414,6 +410,18 @@ def _measure_traffic(sess, fetches, gradient_bytes, num_towers, log):
       ('ring_lower_bound_bytes', bound),
       ('gradient_bytes', gradient_bytes),
   ])
+
+
+def report_throughput(global_batch, step_times, total_seconds, log):
+  """Logs tf_cnn_benchmarks' closing `total images/sec` lines; returns
+  that figure (None without timed steps)."""
+  if not step_times:
+    return None
+  images_per_sec = global_batch * len(step_times) / total_seconds
+  log('-' * 64)
+  log('total images/sec: %.2f' % images_per_sec)
+  log('-' * 64)
+  return images_per_sec
 
 
 def write_json(path, results):
