@@ -76,9 +76,6 @@ LAUNCHER_FD_ENV = 'VARIABLE_MGR_LAUNCHER_FD'
 PS_DEVICE = '/job:ps/replica:0/task:%d/cpu:0'
 SYNC_STRATEGIES = ('parameter_server', 'distributed_replicated',
                    'collective_all_reduce')
-# Collective ops (collective_all_reduce) find their group through worker 0:
-# every server and session config of the cluster names it.
-COLLECTIVE_GROUP_LEADER = '/job:worker/replica:0/task:0'
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
@@ -527,8 +524,10 @@ def _on_task(var, job, task):
 
 
 def _group_leader(config):
-  config.experimental.collective_group_leader = COLLECTIVE_GROUP_LEADER
-  return config
+  """Collective ops (collective_all_reduce) find their group through worker
+  0: every server and session config of the cluster names it."""
+  from variable_mgr.strategies import collective_all_reduce  # pylint: disable=g-import-not-at-top
+  return collective_all_reduce.set_collective_group_leader(config)
 
 
 def _session_config(tf, spec, options, num_cpus):

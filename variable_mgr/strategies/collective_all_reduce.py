@@ -38,7 +38,7 @@ widens float16 ones; sparse gradients are made dense first.
 The group's devices find each other through the collective group leader:
 every server and session of the cluster needs
 `config.experimental.collective_group_leader =
-'/job:worker/replica:0/task:0'` (see `collective_group_leader_config`).
+'/job:worker/replica:0/task:0'` (see `set_collective_group_leader`).
 """
 
 from variable_mgr import aggregation
