@@ -66,6 +66,8 @@ import subprocess
 import sys
 import time
 
+import run_benchmarks  # The issue-3 benchmarks, beside this file.
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -133,8 +135,6 @@ def tf_private():
 def model_variable_shapes(name):
   """The shapes of a package model's trainable variables, in order."""
   if name == 'resnet50':
-    sys.path.insert(0, HERE)
-    import run_benchmarks  # pylint: disable=g-import-not-at-top
     return run_benchmarks.resnet50_variable_shapes()
   tf = _tf().compat.v1
   from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
@@ -355,24 +355,8 @@ def worker_main(spec):
 
 
 def run_worker(log, **spec):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
-             PYTHONPATH=os.pathsep.join(
-                 [ROOT] + [p for p in [os.environ.get('PYTHONPATH')] if p]))
-  start = time.time()
-  proc = subprocess.run(
-      [sys.executable, os.path.abspath(__file__), '--worker',
-       json.dumps(spec)], env=env, stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE, universal_newlines=True)
-  lines = [l for l in proc.stdout.splitlines() if l.startswith('RESULT ')]
-  if proc.returncode != 0 or not lines:
-    sys.stderr.write(proc.stderr[-4000:])
-    raise RuntimeError('worker %s failed with status %d' % (
-        dict((key, value) for key, value in spec.items()
-             if key not in ('shapes', 'labels')), proc.returncode))
-  log('  %s (%.0f s)' % (' '.join('%s=%s' % kv for kv in spec.items()
-                                  if kv[0] not in ('shapes', 'labels')),
-                         time.time() - start))
-  return json.loads(lines[-1][len('RESULT '):])
+  return run_benchmarks.run_worker(log, script=__file__,
+                                   hidden=('shapes', 'labels'), **spec)
 
 
 def measure(plan, log):

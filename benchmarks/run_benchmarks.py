@@ -399,22 +399,25 @@ def worker_main(spec):
 # In the driver: no TensorFlow; one subprocess per measurement.
 
 
-def run_worker(log, **spec):
+def run_worker(log, script=__file__, hidden=('shapes',), **spec):
+  """Runs `script --worker <spec as JSON>` in a fresh process (so that each
+  measurement gets a TensorFlow of its own) and returns the JSON its last
+  `RESULT ` line holds. Keys in `hidden` are left out of log lines."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
              PYTHONPATH=os.pathsep.join(
                  [ROOT] + [p for p in [os.environ.get('PYTHONPATH')] if p]))
   start = time.time()
   proc = subprocess.run(
-      [sys.executable, os.path.abspath(__file__), '--worker',
+      [sys.executable, os.path.abspath(script), '--worker',
        json.dumps(spec)], env=env, stdout=subprocess.PIPE,
       stderr=subprocess.PIPE, universal_newlines=True)
   lines = [l for l in proc.stdout.splitlines() if l.startswith('RESULT ')]
+  shown = [(key, value) for key, value in spec.items() if key not in hidden]
   if proc.returncode != 0 or not lines:
     sys.stderr.write(proc.stderr[-4000:])
     raise RuntimeError('worker %s failed with status %d' %
-                       (spec, proc.returncode))
-  log('  %s (%.0f s)' % (' '.join('%s=%s' % kv for kv in spec.items()
-                                  if kv[0] != 'shapes'),
+                       (dict(shown), proc.returncode))
+  log('  %s (%.0f s)' % (' '.join('%s=%s' % kv for kv in shown),
                          time.time() - start))
   return json.loads(lines[-1][len('RESULT '):])
 
