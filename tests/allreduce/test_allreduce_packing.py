@@ -1,5 +1,7 @@
 """Packing: exact round trips, group limits and the three wrappers."""
 
+import collections
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -59,13 +61,16 @@ def test_repack_packs_per_dtype():
   with tf.Graph().as_default():
     tensors = [tf.zeros(s, t) for s, t in zip(MIXED_SHAPES, MIXED_DTYPES)]
     packed, context = packing.repack([tensors], ['/cpu:0'], 4)
-  # float32: 1 + 15 + 0 + 11 elements in 4 packs; float16: 0 + 48 in 4;
-  # float64: 7 in 4; int32: 1 element in 1 pack.
+  # The two empty tensors pass first, as they are; then, in the order of
+  # each dtype's first packed tensor, float32: 1 + 15 + 11 elements in 4
+  # packs; float64: 7 in 4; int32: 1 element in 1 pack; float16: 48 in 4.
   sizes = [(t.dtype, t.shape.num_elements()) for t in packed[0]]
-  assert sizes == ([(tf.float32, 7)] * 3 + [(tf.float32, 6)]
-                   + [(tf.float16, 12)] * 4
+  assert context.passed == (1, 5)
+  assert sizes == ([(tf.float16, 0), (tf.float32, 0)]
+                   + [(tf.float32, 7)] * 3 + [(tf.float32, 6)]
                    + [(tf.float64, 2)] * 3 + [(tf.float64, 1)]
-                   + [(tf.int32, 1)])
+                   + [(tf.int32, 1)]
+                   + [(tf.float16, 12)] * 4)
   assert context.count == len(tensors)
 
 
@@ -159,3 +164,74 @@ def test_unknown_shape_is_refused():
     x = tf.compat.v1.placeholder(tf.float32, [None])
     with pytest.raises(errors.StaticShapeError):
       packing.repack([[x]], ['/cpu:0'], 2)
+
+
+def test_tensor_spanning_every_pack_round_trips():
+  # 45 float32 elements in packs of 12, 11, 11 and 11: the 40-element tensor
+  # (offsets 2..41) lies in all four packs, the last one in one.
+  devices = testlib.cpu_devices(2)
+  arrays = testlib.random_arrays(7, 2, np.float32,
+                                 shapes=[(2,), (5, 8), (3,)])
+  _, values = _round_trip(lambda t, d: packing.repack(t, d, 4), arrays,
+                          devices)
+  for d in range(2):
+    for got, expected in zip(values[d], arrays[d]):
+      np.testing.assert_array_equal(got, expected)
+
+
+def _ops_by_device(graph, before):
+  ops = collections.defaultdict(list)
+  for op in graph.get_operations()[before:]:
+    ops[testlib.layout.device_key(op.device)].append(op)
+  return ops
+
+
+@pytest.mark.parametrize('num_packs', [1, 4])
+def test_repacking_graph_cost(num_packs):
+  """Per tower: a reshape in and out for each tensor that is not flat, one
+  concatenation, one split of the whole and of each pack, a join for each
+  tensor that straddles packs, and each constant once."""
+  # 1 + 48 + 11 + 7 + 15 + 64 + 5 = 151 elements; with 4 packs of 38, 38,
+  # 38 and 37, three tensors straddle a boundary.
+  shapes = [(1,), (4, 4, 3), (11,), (7,), (3, 5), (8, 4, 2), (5,)]
+  sizes = [int(np.prod(s)) for s in shapes]
+  total = sum(sizes)
+  pack_sizes = [total // num_packs + (1 if p < total % num_packs else 0)
+                for p in range(num_packs)]
+  edges = set(np.cumsum(pack_sizes)[:-1])
+  starts = np.cumsum([0] + sizes)
+  straddlers = sum(1 for a, b in zip(starts, starts[1:])
+                   if any(a < e < b for e in edges))
+  not_flat = sum(1 for s in shapes if len(s) != 1)
+  distinct_shapes = len(set(s for s in shapes if len(s) != 1))
+  cut_packs = sum(
+      1 for p in range(num_packs)
+      if sum(1 for a, b in zip(starts, starts[1:])
+             if max(a, sum(pack_sizes[:p])) < min(b, sum(pack_sizes[:p + 1])))
+      > 1)
+  if num_packs == 4:
+    assert (straddlers, cut_packs) == (3, 4)
+  k = 3
+  devices = testlib.cpu_devices(k)
+  with tf.Graph().as_default() as graph:
+    inputs = []
+    for device in devices:
+      with tf.device(device):
+        inputs.append([tf.compat.v1.placeholder(tf.float32, s)
+                       for s in shapes])
+    before = len(graph.get_operations())
+    packing.with_repacking(lambda t, d: t, num_packs)(inputs, devices)
+    by_device = _ops_by_device(graph, before)
+  assert sorted(by_device) == sorted(testlib.layout.device_key(d)
+                                     for d in devices)
+  for device, ops in by_device.items():
+    types = collections.Counter(op.type for op in ops)
+    assert types['Reshape'] == 2 * not_flat, device
+    assert types['ConcatV2'] == 1 + straddlers, device
+    assert types['SplitV'] == (1 if num_packs > 1 else 0) + cut_packs, device
+    consts = [tuple(np.ravel(tf.make_ndarray(op.get_attr('value'))))
+              for op in ops if op.type == 'Const']
+    assert len(consts) == len(set(consts)), (device, consts)
+    # -1, the axis, the sizes of each split, and each distinct shape.
+    assert len(consts) == 2 + types['SplitV'] + distinct_shapes, consts
+    assert len(ops) == sum(types.values())

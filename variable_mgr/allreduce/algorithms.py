@@ -111,6 +111,7 @@ def ring(tower_tensors, devices, num_rings=1):
   if trivial:
     return towers
   k = len(devices)
+  constants = layout.Constants()
 
   def one(i, xs):
     n = layout.num_elements(xs[0])
@@ -118,10 +119,8 @@ def ring(tower_tensors, devices, num_rings=1):
       return xs
     sizes = [c for part in layout.split_sizes(n, num_rings)
              for c in layout.split_sizes(part, k)]
-    chunks = []
-    for d in range(k):
-      with tf.device(devices[d]):
-        chunks.append(layout.flat_split(xs[d], sizes))
+    chunks = [layout.flat_split(xs[d], sizes, devices[d], constants)
+              for d in range(k)]
     reduced = [None] * len(sizes)
     for r in range(num_rings):
       order = [(i + x) % k for x in range(k)]
@@ -140,10 +139,10 @@ def ring(tower_tensors, devices, num_rings=1):
         reduced[c] = acc
     outs = []
     for d in range(k):
-      with tf.device(devices[d]):
-        pieces = [reduced[c] if sizes[c] else chunks[d][c]
-                  for c in range(len(sizes))]
-        outs.append(layout.flat_join(pieces, xs[0].shape))
+      pieces = [reduced[c] if sizes[c] else chunks[d][c]
+                for c in range(len(sizes))]
+      outs.append(layout.flat_join(pieces, xs[0].shape, devices[d],
+                                   constants))
     return outs
 
   with tf.name_scope('ring_all_reduce'):
@@ -182,6 +181,7 @@ def shuffle(tower_tensors, devices, param_devices, num_shards=None):
     return towers
   k = len(devices)
   num_params = len(param_devices)
+  constants = layout.Constants()
 
   def one(i, xs):
     shards = num_shards
@@ -198,19 +198,14 @@ def shuffle(tower_tensors, devices, param_devices, num_shards=None):
           outs.append(tf.identity(total))
       return outs
     sizes = layout.split_sizes(layout.num_elements(xs[0]), shards)
-    pieces = []
-    for d in range(k):
-      with tf.device(devices[d]):
-        pieces.append(layout.flat_split(xs[d], sizes))
+    pieces = [layout.flat_split(xs[d], sizes, devices[d], constants)
+              for d in range(k)]
     reduced = []
     for j in range(shards):
       with tf.device(param_devices[(i + j) % num_params]):
         reduced.append(tf.add_n([pieces[d][j] for d in range(k)]))
-    outs = []
-    for d in range(k):
-      with tf.device(devices[d]):
-        outs.append(layout.flat_join(reduced, xs[0].shape))
-    return outs
+    return [layout.flat_join(reduced, xs[0].shape, devices[d], constants)
+            for d in range(k)]
 
   with tf.name_scope('shuffle_all_reduce'):
     return _by_index(towers, one)
@@ -238,6 +233,7 @@ def halving_doubling(tower_tensors, devices):
   k = len(devices)
   p = 1 << (k.bit_length() - 1)
   extra = k - p
+  constants = layout.Constants()
 
   def one(unused_i, xs):
     n = layout.num_elements(xs[0])
@@ -245,19 +241,18 @@ def halving_doubling(tower_tensors, devices):
       return xs
     vals = []
     for d in range(p):
-      with tf.device(devices[d]):
-        flat = tf.reshape(xs[d], [-1])
-        if d < extra:
-          flat = tf.add(flat, tf.reshape(xs[p + d], [-1]))
-        vals.append(flat)
+      flat = layout.flatten(xs[d], devices[d], constants)
+      if d < extra:
+        other = layout.flatten(xs[p + d], devices[p + d], constants)
+        with tf.device(devices[d]):
+          flat = tf.add(flat, other)
+      vals.append(flat)
     lo, hi = [0] * p, [n] * p
     h = p // 2
     while h >= 1:
       mids = [lo[d] + (hi[d] - lo[d]) // 2 for d in range(p)]
-      halves = []
-      for d in range(p):
-        with tf.device(devices[d]):
-          halves.append(tf.split(vals[d], [mids[d] - lo[d], hi[d] - mids[d]]))
+      halves = [layout.split(vals[d], [mids[d] - lo[d], hi[d] - mids[d]],
+                             devices[d], constants) for d in range(p)]
       new_vals = []
       for d in range(p):
         keep = 1 if d & h else 0
@@ -276,14 +271,14 @@ def halving_doubling(tower_tensors, devices):
         pair = [vals[d], vals[d ^ h]]
         if d & h:
           pair.reverse()
-        with tf.device(devices[d]):
-          new_vals.append(tf.concat(pair, 0))
+        new_vals.append(layout.concat(pair, devices[d], constants))
       vals = new_vals
       h *= 2
-    outs = []
-    for d in range(k):
+    outs = [layout.restore_shape(vals[d], xs[0].shape, devices[d], constants)
+            for d in range(p)]
+    for d in range(p, k):
       with tf.device(devices[d]):
-        outs.append(tf.reshape(vals[d if d < p else d - p], xs[0].shape))
+        outs.append(tf.identity(outs[d - p]))
     return outs
 
   with tf.name_scope('halving_doubling_all_reduce'):

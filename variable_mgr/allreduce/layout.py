@@ -84,24 +84,72 @@ def split_sizes(total, parts):
   return [base + 1 if p < extra else base for p in range(parts)]
 
 
-def flat_split(tensor, sizes):
-  """Flattens `tensor` and cuts it into pieces of the given sizes.
+class Constants(object):
+  """The int32 constants of one all-reduce call, one op per device and value.
 
-  Builds ops on the current device. One size gives one flat tensor.
+  Reshapes, splits and concatenations take their shapes, sizes and axes as
+  tensors; sharing them within a call saves an op at each use.
   """
-  flat = tf.reshape(tensor, [-1])
+
+  def __init__(self):
+    self._cache = {}
+
+  def get(self, device, value):
+    """An int32 constant of `value` (an int or a list of ints) on `device`."""
+    key = (device, tuple(value) if isinstance(value, (list, tuple)) else value)
+    constant = self._cache.get(key)
+    if constant is None:
+      with tf.device(device):
+        constant = tf.constant(value, dtype=tf.int32)
+      self._cache[key] = constant
+    return constant
+
+
+def flatten(tensor, device, constants):
+  """`tensor` as a flat vector on `device` (no op when it is one already)."""
+  if tensor.shape.ndims == 1:
+    return tensor
+  with tf.device(device):
+    return tf.reshape(tensor, constants.get(device, [-1]))
+
+
+def restore_shape(flat, shape, device, constants):
+  """The inverse of `flatten`: `flat` reshaped to `shape` on `device`."""
+  shape = tf.TensorShape(shape)
+  if shape.ndims == 1 and flat.shape.ndims == 1:
+    return flat
+  with tf.device(device):
+    return tf.reshape(flat, constants.get(device, shape.as_list()))
+
+
+def split(flat, sizes, device, constants):
+  """Cuts a flat vector into pieces of the given sizes on `device`; one size
+  gives the vector itself."""
   if len(sizes) == 1:
     return [flat]
-  return tf.split(flat, sizes)
+  with tf.device(device):
+    return tf.split(flat, sizes, axis=constants.get(device, 0))
 
 
-def flat_join(pieces, shape):
-  """Concatenates flat `pieces` and reshapes the result to `shape`.
+def concat(pieces, device, constants):
+  """Joins flat pieces into one vector on `device`; one piece is itself."""
+  if len(pieces) == 1:
+    return pieces[0]
+  with tf.device(device):
+    return tf.concat(pieces, constants.get(device, 0))
 
-  Builds ops on the current device; the inverse of `flat_split`.
-  """
-  flat = pieces[0] if len(pieces) == 1 else tf.concat(pieces, 0)
-  return tf.reshape(flat, shape)
+
+def flat_split(tensor, sizes, device, constants):
+  """Flattens `tensor` and cuts it into pieces of the given sizes on
+  `device`. One size gives one flat tensor."""
+  return split(flatten(tensor, device, constants), sizes, device, constants)
+
+
+def flat_join(pieces, shape, device, constants):
+  """Concatenates flat `pieces` and reshapes the result to `shape` on
+  `device`; the inverse of `flat_split`."""
+  return restore_shape(concat(pieces, device, constants), shape, device,
+                       constants)
 
 
 def device_key(device):
