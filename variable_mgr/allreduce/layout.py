@@ -128,7 +128,8 @@ def split(flat, sizes, device, constants):
   if len(sizes) == 1:
     return [flat]
   with tf.device(device):
-    return tf.split(flat, sizes, axis=constants.get(device, 0))
+    return tf.split(flat, constants.get(device, list(sizes)), num=len(sizes),
+                    axis=constants.get(device, 0))
 
 
 def concat(pieces, device, constants):

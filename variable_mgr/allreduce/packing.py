@@ -4,11 +4,13 @@ Three independent wrappers of an all-reduce `reduce_fn(tower_tensors,
 devices, **params) -> [tower][tensor]` (see `algorithms`), each returning a
 function of the same form that computes the same sums:
 
-* `with_repacking(f, num_packs)`: per dtype, every tower concatenates all its
-  tensors flat and cuts the result into `num_packs` nearly equal packs; `f`
-  reduces the packs; every tower cuts each reduced pack into the pieces of
-  the tensors it holds and reshapes them (a tensor that straddles two packs
-  is joined from its two pieces).
+* `with_repacking(f, num_packs)`: per dtype, every tower lays all its
+  tensors flat end to end and cuts that into `num_packs` nearly equal packs
+  (each pack one concatenation of the tensors, or of the parts of the
+  tensors, that fall in it); `f` reduces the packs; every tower cuts each
+  reduced pack into those parts, joins the parts of a tensor that straddles
+  packs, and reshapes. Each element is copied once to pack and once to
+  unpack.
 * `with_small_tensor_aggregation(f, max_bytes, max_group)`: tensors of at
   most `max_bytes` bytes are concatenated, per dtype and in order, into
   groups of at most `max_group` tensors and at most `max_bytes` bytes; `f`
@@ -24,9 +26,10 @@ packed; they go to `f` as they are.
 
 Graph cost, for T tensors on k towers packed into n packs: about 2 ops per
 tensor and tower (a reshape in, unless the tensor is flat already, and one
-out), plus per tower one concatenation, one split per pack, at most n - 1
-joins of straddling tensors, and one int32 constant per distinct shape;
-constants are shared within a call.
+out), plus per tower one concatenation and one split per pack, a split and
+a join for each of the at most n - 1 tensors that straddle packs, and one
+int32 constant per distinct shape or list of sizes; constants are shared
+within a call.
 """
 
 import collections
@@ -56,14 +59,24 @@ def _check_int(name, value, minimum):
 
 
 def _pack(towers, devices, blocks, passed, constants):
+  """Each block's pieces, on every tower, built straight from the tensors:
+  a piece concatenates the segments it holds (a tensor that straddles
+  pieces is cut into its segments first), so no vector of the whole block
+  is ever built."""
+  segments = [_segments(block) for block in blocks]
   packed = [[row[i] for i in passed] for row in towers]
   for d, row in enumerate(towers):
-    for block in blocks:
-      flat = layout.concat(
-          [layout.flatten(row[i], devices[d], constants)
-           for i in block.indices], devices[d], constants)
-      packed[d].extend(layout.split(flat, block.pieces, devices[d],
-                                    constants))
+    device = devices[d]
+    for block, (per_piece, per_tensor) in zip(blocks, segments):
+      pieces = [[None] * len(lengths) for lengths in per_piece]
+      for i, positions in zip(block.indices, per_tensor):
+        parts = layout.split(layout.flatten(row[i], device, constants),
+                             [per_piece[p][s] for p, s in positions], device,
+                             constants)
+        for (p, s), part in zip(positions, parts):
+          pieces[p][s] = part
+      packed[d].extend(layout.concat(parts, device, constants)
+                       for parts in pieces)
   return packed
 
 
