@@ -399,6 +399,48 @@ def worker_main(spec):
 # In the driver: no TensorFlow; one subprocess per measurement.
 
 
+# RESULTS.md holds one section that another script writes: the all-reduce
+# goals of `run_allreduce_benchmarks.py`. Rewriting the file keeps it.
+SECTION_BEGIN = ('<!-- all-reduce goals: written by '
+                 'run_allreduce_benchmarks.py; kept by run_benchmarks.py -->')
+SECTION_END = '<!-- end of all-reduce goals -->'
+
+
+def _split_section(text):
+  """`(text without the section, the section or '')`."""
+  start = text.find(SECTION_BEGIN)
+  end = text.find(SECTION_END)
+  if start < 0 or end < start:
+    return text, ''
+  end += len(SECTION_END)
+  section = text[start:end]
+  return text[:start].rstrip('\n') + '\n' + text[end:].lstrip('\n'), section
+
+
+def write_keeping_section(path, text):
+  """Writes `text` to `path`, followed by the all-reduce section that
+  `path` held, if any."""
+  section = ''
+  if os.path.exists(path):
+    with open(path) as f:
+      _, section = _split_section(f.read())
+  with open(path, 'w') as f:
+    f.write(text.rstrip('\n') + '\n')
+    if section:
+      f.write('\n' + section + '\n')
+
+
+def write_section(path, lines):
+  """Replaces (or appends) the all-reduce section of `path` with `lines`."""
+  rest = ''
+  if os.path.exists(path):
+    with open(path) as f:
+      rest, _ = _split_section(f.read())
+  with open(path, 'w') as f:
+    f.write(rest.rstrip('\n') + '\n\n' + SECTION_BEGIN + '\n'
+            + '\n'.join(lines) + '\n' + SECTION_END + '\n')
+
+
 def run_worker(log, script=__file__, hidden=('shapes',), **spec):
   """Runs `script --worker <spec as JSON>` in a fresh process (so that each
   measurement gets a TensorFlow of its own) and returns the JSON its last
@@ -767,8 +809,7 @@ def main(argv=None):
   results = measure(plan, log)
   elapsed = time.time() - start
   text = report(results, plan, command, elapsed)
-  with open(output, 'w') as f:
-    f.write(text)
+  write_keeping_section(output, text)
   if args.json:
     with open(args.json, 'w') as f:
       json.dump({'plan': plan, 'results': {
