@@ -441,13 +441,16 @@ def write_section(path, lines):
             + '\n'.join(lines) + '\n' + SECTION_END + '\n')
 
 
-def run_worker(log, script=__file__, hidden=('shapes',), **spec):
+def run_worker(log, script=__file__, hidden=('shapes',), extra_env=None,
+               **spec):
   """Runs `script --worker <spec as JSON>` in a fresh process (so that each
-  measurement gets a TensorFlow of its own) and returns the JSON its last
-  `RESULT ` line holds. Keys in `hidden` are left out of log lines."""
+  measurement gets a TensorFlow of its own), with `extra_env` added to its
+  environment, and returns the JSON its last `RESULT ` line holds. Keys in
+  `hidden` are left out of log lines."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2',
              PYTHONPATH=os.pathsep.join(
                  [ROOT] + [p for p in [os.environ.get('PYTHONPATH')] if p]))
+  env.update(extra_env or {})
   start = time.time()
   proc = subprocess.run(
       [sys.executable, os.path.abspath(script), '--worker',
@@ -459,6 +462,7 @@ def run_worker(log, script=__file__, hidden=('shapes',), **spec):
     sys.stderr.write(proc.stderr[-4000:])
     raise RuntimeError('worker %s failed with status %d' %
                        (dict(shown), proc.returncode))
+  shown += sorted((extra_env or {}).items())
   log('  %s (%.0f s)' % (' '.join('%s=%s' % kv for kv in shown),
                          time.time() - start))
   return json.loads(lines[-1][len('RESULT '):])
