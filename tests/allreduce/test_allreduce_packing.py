@@ -246,3 +246,24 @@ def test_repacking_graph_cost(num_packs):
         ConcatV2=len(cut_packs) + len(straddlers),
         SplitV=len(straddlers) + len(cut_packs),
         Const=len(expected_consts)), device
+
+
+def test_wrapper_and_all_reduce_share_constants():
+  """A repacked ring's towers hold each int32 constant once: the packing,
+  the ring and the unpacking share them."""
+  devices = testlib.cpu_devices(3)
+  with tf.Graph().as_default() as graph:
+    inputs = []
+    for device in devices:
+      with tf.device(device):
+        inputs.append([tf.compat.v1.placeholder(tf.float32, s)
+                       for s in [(4, 3), (5,), (2, 2, 2)]])
+    before = len(graph.get_operations())
+    packing.with_repacking(algorithms.ring, 1)(inputs, devices)
+    by_device = _ops_by_device(graph, before)
+  for device, ops in by_device.items():
+    consts = [tuple(np.ravel(tf.make_ndarray(op.get_attr('value'))))
+              for op in ops if op.type == 'Const']
+    # -1, the axis 0, the unpacking sizes, the ring's chunk sizes, and the
+    # two shapes that are not flat.
+    assert len(consts) == len(set(consts)) == 6, (device, consts)

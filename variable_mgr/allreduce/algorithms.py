@@ -111,7 +111,7 @@ def ring(tower_tensors, devices, num_rings=1):
   if trivial:
     return towers
   k = len(devices)
-  constants = layout.Constants()
+  constants = layout.call_constants()
 
   def one(i, xs):
     n = layout.num_elements(xs[0])
@@ -181,7 +181,7 @@ def shuffle(tower_tensors, devices, param_devices, num_shards=None):
     return towers
   k = len(devices)
   num_params = len(param_devices)
-  constants = layout.Constants()
+  constants = layout.call_constants()
 
   def one(i, xs):
     shards = num_shards
@@ -233,7 +233,7 @@ def halving_doubling(tower_tensors, devices):
   k = len(devices)
   p = 1 << (k.bit_length() - 1)
   extra = k - p
-  constants = layout.Constants()
+  constants = layout.call_constants()
 
   def one(unused_i, xs):
     n = layout.num_elements(xs[0])

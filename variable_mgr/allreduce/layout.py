@@ -5,6 +5,9 @@ device string. At each index `i` the towers hold tensors of one dtype and one
 shape. This module validates that layout and cuts tensors into flat chunks.
 """
 
+import contextlib
+import threading
+
 import tensorflow as tf
 
 from variable_mgr.allreduce import errors
@@ -103,6 +106,29 @@ class Constants(object):
         constant = tf.constant(value, dtype=tf.int32)
       self._cache[key] = constant
     return constant
+
+
+_SHARED = threading.local()
+
+
+@contextlib.contextmanager
+def sharing_constants():
+  """Within the block, `call_constants()` gives one `Constants`: that of an
+  enclosing block, or a new one. A wrapper of an all-reduce builds its
+  packing, the all-reduce and its unpacking inside one such block."""
+  stack = _SHARED.__dict__.setdefault('stack', [])
+  stack.append(stack[-1] if stack else Constants())
+  try:
+    yield stack[-1]
+  finally:
+    stack.pop()
+
+
+def call_constants():
+  """The `Constants` of the enclosing `sharing_constants` block, or new
+  ones outside any."""
+  stack = getattr(_SHARED, 'stack', None)
+  return stack[-1] if stack else Constants()
 
 
 def flatten(tensor, device, constants):

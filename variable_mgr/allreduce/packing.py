@@ -29,7 +29,7 @@ tensor and tower (a reshape in, unless the tensor is flat already, and one
 out), plus per tower one concatenation and one split per pack, a split and
 a join for each of the at most n - 1 tensors that straddle packs, and one
 int32 constant per distinct shape or list of sizes; constants are shared
-within a call.
+within a call, with the all-reduce it wraps included.
 """
 
 import collections
@@ -121,7 +121,7 @@ def unpack(packed_tensors, context, devices, constants=None):
   Returns:
     `[tower][tensor]` in the original order and shapes.
   """
-  constants = constants or layout.Constants()
+  constants = constants or layout.call_constants()
   segments = [_segments(block) for block in context.blocks]
   result = []
   for d, row in enumerate(packed_tensors):
@@ -180,7 +180,7 @@ def repack(tower_tensors, devices, num_packs, constants=None):
                          tuple(sizes[i] for i in indices), tuple(pieces)))
   context = PackContext(len(first), tuple(passed), tuple(blocks))
   return (_pack(towers, devices, blocks, passed,
-                constants or layout.Constants()), context)
+                constants or layout.call_constants()), context)
 
 
 def aggregate_small_tensors(tower_tensors, devices, max_bytes, max_group,
@@ -237,7 +237,7 @@ def aggregate_small_tensors(tower_tensors, devices, max_bytes, max_group,
                          sizes, (sum(sizes),)))
   context = PackContext(len(first), tuple(passed), tuple(blocks))
   return (_pack(towers, devices, blocks, passed,
-                constants or layout.Constants()), context)
+                constants or layout.call_constants()), context)
 
 
 def with_repacking(reduce_fn, num_packs):
@@ -246,10 +246,10 @@ def with_repacking(reduce_fn, num_packs):
   _check_int('num_packs', num_packs, 1)
 
   def repacked(tower_tensors, devices, **params):
-    constants = layout.Constants()
-    packed, context = repack(tower_tensors, devices, num_packs, constants)
-    return unpack(reduce_fn(packed, devices, **params), context, devices,
-                  constants)
+    with layout.sharing_constants() as constants:
+      packed, context = repack(tower_tensors, devices, num_packs, constants)
+      return unpack(reduce_fn(packed, devices, **params), context, devices,
+                    constants)
 
   return repacked
 
@@ -262,11 +262,12 @@ def with_small_tensor_aggregation(reduce_fn, max_bytes, max_group):
   _check_int('max_group', max_group, 1)
 
   def aggregated(tower_tensors, devices, **params):
-    constants = layout.Constants()
-    packed, context = aggregate_small_tensors(tower_tensors, devices,
-                                              max_bytes, max_group, constants)
-    return unpack(reduce_fn(packed, devices, **params), context, devices,
-                  constants)
+    with layout.sharing_constants() as constants:
+      packed, context = aggregate_small_tensors(tower_tensors, devices,
+                                                max_bytes, max_group,
+                                                constants)
+      return unpack(reduce_fn(packed, devices, **params), context, devices,
+                    constants)
 
   return aggregated
 
