@@ -23,8 +23,7 @@ import collections
 import numpy as np
 import tensorflow as tf
 
-import variable_mgr
-from variable_mgr import checkpoint
+import seed_harness
 
 tf1 = tf.compat.v1
 
@@ -235,98 +234,31 @@ class LinearModel(object):
     return {'linear/w': np.repeat(column_sums[:, None], self.OUT, axis=1)}
 
 
-def strip(name, prefix):
-  name = name[:-2] if name.endswith(':0') else name
-  return name[len(prefix):]
-
-
-class Run(object):
+class Run(seed_harness.Harness):
   """One graph of `model` on `num_towers` towers under strategy `name`.
 
   Args:
     name: a key of `STRATEGIES`.
     num_towers: tower count.
     model: one of the models above.
-    seed: graph-level random seed, or None.
-    global_step: create `tf.train.get_or_create_global_step()` outside the
-      manager's scopes and increment it after every step's updates.
-    restore_from: a checkpoint to restore (then post-init ops, then puts).
+    seed, global_step, restore_from: as `seed_harness.Harness` takes them.
     learning_rate: SGD learning rate, in the model's dtype.
     **options: more `variable_mgr.create` arguments (reduction, ...).
 
-  Attributes:
-    mgr, graph, sess, saver, saved (`get_variables_to_save()`),
-    applied: what `get_gradients_to_apply` returned, per apply device;
-    update_ops: the UPDATE_OPS and staging delta ops kept (tower 0's);
-    post_init: `get_post_init_ops()`.
+  Attributes: those of `seed_harness.Harness`, and `combine` (how the
+  strategy combines the towers' gradients) and `stale` (staged variables).
   """
 
   def __init__(self, name, num_towers, model, seed=None, global_step=False,
                restore_from=None, learning_rate=LEARNING_RATE, **options):
     create_args, host_args, combine = STRATEGIES[name]
     self.name = name
-    self.num_towers = num_towers
     self.combine = options.get('reduction') or combine
     self.stale = create_args.get('staged_vars', False)
-    self.graph = tf.Graph()
-    with self.graph.as_default():
-      if seed is not None:
-        tf1.set_random_seed(seed)
-      self.global_step = None
-      if global_step:
-        self.global_step = tf1.train.get_or_create_global_step()
-      host = variable_mgr.LocalBenchmarkCnn(num_towers, **host_args)
-      self.mgr = mgr = variable_mgr.create(benchmark_cnn=host,
-                                           **dict(create_args, **options))
-      host.devices = mgr.get_devices()
-      self.inputs = []
-      device_grads = []
-      update_ops = []
-      for d in range(num_towers):
-        with mgr.create_outer_variable_scope(d), tf.name_scope('tower_%d' % d):
-          with tf1.device(host.devices[d]):
-            loss, inputs = model.build()
-            self.inputs.append(inputs)
-            params = mgr.trainable_variables_on_device(d)
-            grads = tf.gradients(loss, params)
-            refs = mgr.trainable_variables_on_device(d, writable=True)
-            device_grads.append(zip(grads, refs))
-            if mgr.retain_tower_updates(d):
-              update_ops.extend(tf1.get_collection(tf1.GraphKeys.UPDATE_OPS))
-              update_ops.extend(mgr.staging_delta_ops)
-      self.put_ops = []
-      if mgr.supports_staged_vars():
-        for staging_ops in mgr.staging_vars_on_devices:
-          self.put_ops.extend(put for put, _ in staging_ops.values())
-      apply_devices, state = mgr.preprocess_device_grads(device_grads)
-      opt = tf1.train.GradientDescentOptimizer(
-          tf.constant(learning_rate, model.dtype))
-      training_ops = []
-      self.applied = []
-      for i, dev in enumerate(apply_devices):
-        with tf1.device(dev):
-          grads = mgr.get_gradients_to_apply(i, state)
-          self.applied.append(grads)
-          mgr.append_apply_gradients_ops(state, opt, grads, training_ops)
-      if self.global_step is not None:
-        with tf1.control_dependencies(training_ops):
-          training_ops = [tf1.assign_add(self.global_step, 1)]
-      self.update_ops = update_ops
-      self.train_op = tf.group(*(training_ops + update_ops))
-      init = [tf1.global_variables_initializer(),
-              tf1.local_variables_initializer()]
-      self.post_init = post_init = mgr.get_post_init_ops()
-      self.saved = mgr.get_variables_to_save()
-      self.saver = tf1.train.Saver(self.saved)
-      self.model_variables = tf1.global_variables() + tf1.local_variables()
-      self.graph.finalize()
-    self.sess = tf1.Session(graph=self.graph, config=host.session_config())
-    self.sess.run(init)
-    if restore_from:
-      checkpoint.restore(self.sess, restore_from, self.saved, self.saver)
-    self.sess.run(post_init)
-    if self.put_ops:
-      self.sess.run(self.put_ops)
+    seed_harness.Harness.__init__(
+        self, dict(create_args, **options), host_args, num_towers,
+        model.build, learning_rate, model.dtype, seed=seed,
+        global_step=global_step, restore_from=restore_from)
 
   @property
   def towers(self):
@@ -335,29 +267,16 @@ class Run(object):
       return list(range(self.num_towers))
     return [0]
 
-  def step(self, batches):
-    """One training step; `batches[d]` feeds tower d's inputs."""
-    feeds = {}
-    for inputs, batch in zip(self.inputs, batches):
-      feeds.update(zip(inputs, batch))
-    self.sess.run([self.train_op] + self.put_ops, feeds)
-
   def values(self, tower=0):
     """`{canonical name: value}` of every variable of tower `tower`'s copy
     (the shared copy for parameter-server strategies)."""
-    prefix = 'v%d/' % tower if self.mgr.each_tower_has_variables() else 'v/'
-    chosen = dict((strip(v.name, prefix), v) for v in self.model_variables
-                  if v.name.startswith(prefix))
-    return self.sess.run(chosen)
+    return self.sess.run(self.tower_variables(tower))
 
   def global_step_value(self):
     return self.sess.run(self.global_step)
 
   def save(self, path):
     return self.saver.save(self.sess, path)
-
-  def close(self):
-    self.sess.close()
 
 
 def make_batches(model, num_towers, steps, seed=0):

@@ -43,31 +43,52 @@ def numpy_gradients(params, x, y):
           'w2': h.T.dot(d_pred), 'b2': d_pred.sum(0)}
 
 
-class Run(object):
-  """A built graph: `step(feeds)` trains one step; `values(tower)` reads."""
+class Harness(object):
+  """A built training graph in the order of that harness, and its session.
 
-  def __init__(self, variable_update, num_towers,
-               local_parameter_device='cpu', dtype=tf.float32, batch=6,
-               restore_from=None, **options):
+  Args:
+    create_args: `variable_mgr.create` arguments but the host.
+    host_args: `LocalBenchmarkCnn` arguments but the tower count.
+    num_towers: tower count.
+    build_tower: `() -> (loss, inputs)`, called in each tower's scopes.
+    learning_rate: SGD learning rate, a Python float.
+    dtype: the learning rate's dtype (a Python float would round to float32).
+    seed: graph-level random seed, or None.
+    global_step: create `tf.train.get_or_create_global_step()` outside the
+      manager's scopes and increment it after every step's updates.
+    restore_from: a checkpoint to restore (then post-init ops, then puts).
+
+  Attributes:
+    mgr, graph, sess, inputs (per tower), losses, saver, saved
+    (`get_variables_to_save()`), applied (what `get_gradients_to_apply`
+    returned, per apply device), update_ops (the UPDATE_OPS and staging
+    delta ops kept: tower 0's), post_init, put_ops, model_variables.
+  """
+
+  def __init__(self, create_args, host_args, num_towers, build_tower,
+               learning_rate, dtype, seed=None, global_step=False,
+               restore_from=None):
     self.graph = tf.Graph()
     self.num_towers = num_towers
     with self.graph.as_default():
-      bench = variable_mgr.LocalBenchmarkCnn(
-          num_towers, local_parameter_device=local_parameter_device)
-      self.mgr = mgr = variable_mgr.create(variable_update, bench, **options)
-      bench.devices = mgr.get_devices()
+      if seed is not None:
+        tf1.set_random_seed(seed)
+      self.global_step = None
+      if global_step:
+        self.global_step = tf1.train.get_or_create_global_step()
+      host = variable_mgr.LocalBenchmarkCnn(num_towers, **host_args)
+      self.mgr = mgr = variable_mgr.create(benchmark_cnn=host, **create_args)
+      host.devices = mgr.get_devices()
       self.inputs = []
+      self.losses = []
       device_grads = []
-      losses = []
       update_ops = []
       for d in range(num_towers):
         with mgr.create_outer_variable_scope(d), tf.name_scope('tower_%i' % d):
-          with tf1.device(bench.devices[d]):
-            x = tf1.placeholder(dtype, [batch, IN])
-            y = tf1.placeholder(dtype, [batch, OUT])
-            self.inputs.append((x, y))
-            loss = model(x, y, dtype)
-            losses.append(loss)
+          with tf1.device(host.devices[d]):
+            loss, inputs = build_tower()
+            self.inputs.append(inputs)
+            self.losses.append(loss)
             params = mgr.trainable_variables_on_device(d)
             grads = tf.gradients(loss, params)
             param_refs = mgr.trainable_variables_on_device(d, writable=True)
@@ -80,22 +101,28 @@ class Run(object):
         for staging_ops in mgr.staging_vars_on_devices:
           self.put_ops.extend(put for put, _ in staging_ops.values())
       apply_devices, state = mgr.preprocess_device_grads(device_grads)
-      # A float64 learning rate: a Python float would be rounded to float32.
-      opt = tf1.train.GradientDescentOptimizer(tf.constant(LEARNING_RATE, dtype))
+      opt = tf1.train.GradientDescentOptimizer(
+          tf.constant(learning_rate, dtype))
       training_ops = []
+      self.applied = []
       for i, dev in enumerate(apply_devices):
         with tf1.device(dev):
           grads = mgr.get_gradients_to_apply(i, state)
+          self.applied.append(grads)
           mgr.append_apply_gradients_ops(state, opt, grads, training_ops)
+      if self.global_step is not None:
+        with tf1.control_dependencies(training_ops):
+          training_ops = [tf1.assign_add(self.global_step, 1)]
+      self.update_ops = update_ops
       self.train_op = tf.group(*(training_ops + update_ops))
-      self.losses = losses
       init = [tf1.global_variables_initializer(),
               tf1.local_variables_initializer()]
-      post_init = mgr.get_post_init_ops()
+      self.post_init = post_init = mgr.get_post_init_ops()
       self.saved = mgr.get_variables_to_save()
       self.saver = tf1.train.Saver(self.saved)
+      self.model_variables = tf1.global_variables() + tf1.local_variables()
       self.graph.finalize()
-    self.sess = tf1.Session(graph=self.graph, config=bench.session_config())
+    self.sess = tf1.Session(graph=self.graph, config=host.session_config())
     self.sess.run(init)
     if restore_from:
       checkpoint.restore(self.sess, restore_from, self.saved, self.saver)
@@ -104,21 +131,48 @@ class Run(object):
       self.sess.run(self.put_ops)
 
   def step(self, batches):
+    """One training step; `batches[d]` feeds tower d's inputs."""
     feeds = {}
-    for (x, y), (bx, by) in zip(self.inputs, batches):
-      feeds[x] = bx
-      feeds[y] = by
+    for inputs, batch in zip(self.inputs, batches):
+      feeds.update(zip(inputs, batch))
     self.sess.run([self.train_op] + self.put_ops, feeds)
 
-  def values(self, tower=0):
-    """{'w1': ..., ...} of tower `tower`'s copy (the shared one for PS)."""
+  def tower_variables(self, tower=0):
+    """`{name without the copy's prefix: variable}` of tower `tower`'s copy
+    (the shared copy for parameter-server strategies)."""
     prefix = 'v%d/' % tower if self.mgr.each_tower_has_variables() else 'v/'
-    with self.graph.as_default():
-      tower_vars = [v for v in tf1.global_variables() + tf1.local_variables()
-                    if v.name.startswith(prefix)]
-    by_short = dict((v.op.name.split('/')[-1], v) for v in tower_vars)
-    values = self.sess.run([by_short[k] for k in VARIABLES])
-    return dict(zip(VARIABLES, values))
+    chosen = {}
+    for v in self.model_variables:
+      if v.name.startswith(prefix):
+        name = v.name[:-2] if v.name.endswith(':0') else v.name
+        chosen[name[len(prefix):]] = v
+    return chosen
 
   def close(self):
     self.sess.close()
+
+
+class Run(Harness):
+  """The two-layer model: `step(batches)` trains one step, `batches[d]`
+  being tower d's `(x, y)`; `values(tower)` reads."""
+
+  def __init__(self, variable_update, num_towers,
+               local_parameter_device='cpu', dtype=tf.float32, batch=6,
+               restore_from=None, **options):
+
+    def build_tower():
+      x = tf1.placeholder(dtype, [batch, IN])
+      y = tf1.placeholder(dtype, [batch, OUT])
+      return model(x, y, dtype), (x, y)
+
+    Harness.__init__(
+        self, dict(options, variable_update=variable_update),
+        dict(local_parameter_device=local_parameter_device), num_towers,
+        build_tower, LEARNING_RATE, dtype, restore_from=restore_from)
+
+  def values(self, tower=0):
+    """{'w1': ..., ...} of tower `tower`'s copy (the shared one for PS)."""
+    by_short = dict((name.split('/')[-1], v)
+                    for name, v in self.tower_variables(tower).items())
+    values = self.sess.run([by_short[k] for k in VARIABLES])
+    return dict(zip(VARIABLES, values))
