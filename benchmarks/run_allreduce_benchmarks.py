@@ -71,7 +71,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 
@@ -430,36 +429,13 @@ def measure(plan, allocator_plan, log):
 # The report.
 
 
-def median(values):
-  return statistics.median(values)
-
-
 def step_ratio(run, label):
-  return median([a / b for a, b in zip(run['step_seconds'][label],
+  return statistics.median([a / b for a, b in zip(run['step_seconds'][label],
                                        run['step_seconds'][INDEPENDENT])])
 
 
 def bound_ratio(run, label):
   return run['busiest'][label] / run['bound']
-
-
-def met(ok):
-  return 'met' if ok else '**not met**'
-
-
-def machine_lines():
-  cpu = platform.processor() or 'unknown CPU'
-  try:
-    with open('/proc/cpuinfo') as f:
-      for line in f:
-        if line.startswith('model name'):
-          cpu = line.split(':', 1)[1].strip()
-          break
-  except OSError:
-    pass
-  nproc = subprocess.run(['nproc'], stdout=subprocess.PIPE,
-                         universal_newlines=True).stdout.strip()
-  return cpu, nproc
 
 
 def mb(n):
@@ -488,7 +464,7 @@ def goal_rows(results):
     ratio, set_name, k = _worst(results, lambda run: bound_ratio(run, name))
     rows.append(('within %.2fx of the bound, both sets' % BOUND_GOAL, name,
                  'worst %.3fx (%s, k=%d)' % (ratio, set_name, k),
-                 met(ratio <= BOUND_GOAL)))
+                 run_benchmarks.met(ratio <= BOUND_GOAL)))
   return rows
 
 
@@ -514,7 +490,7 @@ def cost_rows(results):
                COST_GOAL))
           row.append(', '.join('%s %.2fx (k=%d)' % (what, value, k)
                                for what, (value, _, k), _ in worst))
-          row.append(met(all(value <= goal
+          row.append(run_benchmarks.met(all(value <= goal
                              for _, (value, _, _), goal in worst)))
         rows.append(row)
   return rows
@@ -627,7 +603,7 @@ def allocator_notes(results, allocator):
           cells.append('-')
         else:
           cells.append('%.2f (%.1f)' % (
-              step_ratio(r, label), 1000 * median(r['step_seconds'][label])))
+              step_ratio(r, label), 1000 * statistics.median(r['step_seconds'][label])))
       w('| %s | %d | %s | %s |' % (key[0], key[1], label, ' | '.join(cells)))
   w('')
   return out
@@ -640,7 +616,7 @@ def _s(n):
 def report(info, labels, results, plan, command, elapsed, allocator=None):
   out = []
   w = out.append
-  cpu, nproc = machine_lines()
+  cpu, nproc, _ = run_benchmarks.machine_lines()
   load = os.getloadavg()
   w('# All-reduce benchmarks')
   w('')
@@ -715,7 +691,7 @@ def report(info, labels, results, plan, command, elapsed, allocator=None):
     w('## `%s`, %d towers' % (set_name, k))
     w('')
     w('Bound 2(k-1)/k x N = %.1f MB; `independent` step %.1f ms.' % (
-        mb(run['bound']), 1000 * median(run['step_seconds'][INDEPENDENT])))
+        mb(run['bound']), 1000 * statistics.median(run['step_seconds'][INDEPENDENT])))
     w('')
     w('| candidate | traffic/bound | busiest MB | ops | x copy | graph ops '
       '| x copy | build s | x copy | graph build s | x copy | step ms '
@@ -733,7 +709,7 @@ def report(info, labels, results, plan, command, elapsed, allocator=None):
                         ('graph_build_seconds', '%.3f')):
         cells.append(form % run[key][label])
         cells.append('%.2f' % (run[key][label] / run[key]['copy']))
-      cells.append('%.1f' % (1000 * median(run['step_seconds'][label])))
+      cells.append('%.1f' % (1000 * statistics.median(run['step_seconds'][label])))
       cells.append('1.00' if label == INDEPENDENT
                    else '%.2f' % step_ratio(run, label))
       w('| %s |' % ' | '.join(cells))
