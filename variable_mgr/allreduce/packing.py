@@ -105,7 +105,7 @@ def _segments(block):
   return per_piece, per_tensor
 
 
-def unpack(packed_tensors, context, devices, constants=None):
+def unpack(packed_tensors, context, devices):
   """Inverts `repack` or `aggregate_small_tensors` on every tower.
 
   Each piece is cut into the segments of the tensors it holds (no piece is
@@ -116,12 +116,11 @@ def unpack(packed_tensors, context, devices, constants=None):
     packed_tensors: `[tower][packed tensor]`, e.g. the all-reduced packs.
     context: the `PackContext` the packing returned.
     devices: one device string per tower; unpacking ops go there.
-    constants: optional `layout.Constants` shared with the packing.
 
   Returns:
     `[tower][tensor]` in the original order and shapes.
   """
-  constants = constants or layout.call_constants()
+  constants = layout.call_constants()
   segments = [_segments(block) for block in context.blocks]
   result = []
   for d, row in enumerate(packed_tensors):
@@ -151,14 +150,13 @@ def _dtype_groups(tensors, indices):
   return groups
 
 
-def repack(tower_tensors, devices, num_packs, constants=None):
+def repack(tower_tensors, devices, num_packs):
   """Concatenates each tower's tensors per dtype and cuts them into packs.
 
   Args:
     tower_tensors: `[tower][tensor]`, fully defined shapes.
     devices: one device string per tower.
     num_packs: packs per dtype (fewer when there are fewer elements).
-    constants: optional `layout.Constants` to share with `unpack`.
 
   Returns:
     `(packed, context)`: `[tower][pack]` and the `PackContext` for `unpack`.
@@ -179,12 +177,11 @@ def repack(tower_tensors, devices, num_packs, constants=None):
     blocks.append(_Block(tuple(indices), tuple(first[i].shape for i in indices),
                          tuple(sizes[i] for i in indices), tuple(pieces)))
   context = PackContext(len(first), tuple(passed), tuple(blocks))
-  return (_pack(towers, devices, blocks, passed,
-                constants or layout.call_constants()), context)
+  return (_pack(towers, devices, blocks, passed, layout.call_constants()),
+          context)
 
 
-def aggregate_small_tensors(tower_tensors, devices, max_bytes, max_group,
-                            constants=None):
+def aggregate_small_tensors(tower_tensors, devices, max_bytes, max_group):
   """Concatenates small tensors into groups.
 
   A tensor is small when it has at most `max_bytes` bytes. Small tensors of
@@ -197,7 +194,6 @@ def aggregate_small_tensors(tower_tensors, devices, max_bytes, max_group,
     devices: one device string per tower.
     max_bytes: int >= 0; 0 disables aggregation.
     max_group: int >= 1; the most tensors in one group.
-    constants: optional `layout.Constants` to share with `unpack`.
 
   Returns:
     `(packed, context)`: `[tower][tensor]` (passed-through tensors first,
@@ -236,8 +232,8 @@ def aggregate_small_tensors(tower_tensors, devices, max_bytes, max_group,
     blocks.append(_Block(tuple(group), tuple(first[i].shape for i in group),
                          sizes, (sum(sizes),)))
   context = PackContext(len(first), tuple(passed), tuple(blocks))
-  return (_pack(towers, devices, blocks, passed,
-                constants or layout.call_constants()), context)
+  return (_pack(towers, devices, blocks, passed, layout.call_constants()),
+          context)
 
 
 def with_repacking(reduce_fn, num_packs):
@@ -246,10 +242,9 @@ def with_repacking(reduce_fn, num_packs):
   _check_int('num_packs', num_packs, 1)
 
   def repacked(tower_tensors, devices, **params):
-    with layout.sharing_constants() as constants:
-      packed, context = repack(tower_tensors, devices, num_packs, constants)
-      return unpack(reduce_fn(packed, devices, **params), context, devices,
-                    constants)
+    with layout.sharing_constants():
+      packed, context = repack(tower_tensors, devices, num_packs)
+      return unpack(reduce_fn(packed, devices, **params), context, devices)
 
   return repacked
 
@@ -262,12 +257,10 @@ def with_small_tensor_aggregation(reduce_fn, max_bytes, max_group):
   _check_int('max_group', max_group, 1)
 
   def aggregated(tower_tensors, devices, **params):
-    with layout.sharing_constants() as constants:
+    with layout.sharing_constants():
       packed, context = aggregate_small_tensors(tower_tensors, devices,
-                                                max_bytes, max_group,
-                                                constants)
-      return unpack(reduce_fn(packed, devices, **params), context, devices,
-                    constants)
+                                                max_bytes, max_group)
+      return unpack(reduce_fn(packed, devices, **params), context, devices)
 
   return aggregated
 
