@@ -62,7 +62,6 @@ its own subprocess, its candidates take turns in rounds (the order rotates
 each round), and ratios are computed within a round.
 """
 
-import argparse
 import collections
 import contextlib
 import datetime
@@ -729,13 +728,9 @@ def summary(lines, command):
 
 
 def main(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  parser.add_argument('--quick', action='store_true',
-                      help='2 and 4 towers, fewer rounds (a check, < 2 min)')
-  parser.add_argument('--output', help='the Markdown file to write')
-  parser.add_argument('--json', help='also write the raw figures here')
-  parser.add_argument('--worker', help=argparse.SUPPRESS)
-  args = parser.parse_args(argv)
+  args, given = run_benchmarks.parse_args(
+      __doc__.split('\n')[0],
+      '2 and 4 towers, fewer rounds (a check, < 2 min)', argv)
   if args.worker:
     worker_main(args.worker)
     return 0
@@ -744,15 +739,9 @@ def main(argv=None):
   output = args.output or os.path.join(
       HERE, 'ALLREDUCE_RESULTS_quick.md' if args.quick
       else 'ALLREDUCE_RESULTS.md')
-  given = argv if argv is not None else sys.argv[1:]
-  command = 'python benchmarks/run_allreduce_benchmarks.py' + (
-      ' ' + ' '.join(given) if given else '')
+  command = run_benchmarks.command_line('run_allreduce_benchmarks.py', given)
   start = time.time()
-
-  def log(line):
-    sys.stdout.write('[%5.0f s] %s\n' % (time.time() - start, line))
-    sys.stdout.flush()
-
+  log = run_benchmarks.make_log(start)
   info, labels, results, allocator = measure(plan, allocator_plan, log)
   elapsed = time.time() - start
   lines = report(info, labels, results, plan, command, elapsed, allocator)

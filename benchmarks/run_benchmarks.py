@@ -787,29 +787,47 @@ def report(results, plan, command, elapsed):
   return '\n'.join(out)
 
 
-def main(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  parser.add_argument('--quick', action='store_true',
-                      help='fewer steps, 2 and 4 towers (a check, < 2 min)')
+def parse_args(description, quick_help, argv):
+  """The flags both benchmark scripts take: `(args, given)`, `given` the
+  arguments as passed."""
+  parser = argparse.ArgumentParser(description=description)
+  parser.add_argument('--quick', action='store_true', help=quick_help)
   parser.add_argument('--output', help='the Markdown file to write')
   parser.add_argument('--json', help='also write the raw figures here')
   parser.add_argument('--worker', help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
+  return args, (argv if argv is not None else sys.argv[1:])
+
+
+def command_line(script, given):
+  """How the report quotes the run's command."""
+  return 'python benchmarks/%s' % script + (
+      ' ' + ' '.join(given) if given else '')
+
+
+def make_log(start):
+  """`log(line)`: the line on stdout after the seconds since `start`."""
+
+  def log(line):
+    sys.stdout.write('[%5.0f s] %s\n' % (time.time() - start, line))
+    sys.stdout.flush()
+
+  return log
+
+
+def main(argv=None):
+  args, given = parse_args(__doc__.split('\n')[0],
+                           'fewer steps, 2 and 4 towers (a check, < 2 min)',
+                           argv)
   if args.worker:
     worker_main(args.worker)
     return 0
   plan = QUICK if args.quick else FULL
   output = args.output or os.path.join(
       HERE, 'RESULTS_quick.md' if args.quick else 'RESULTS.md')
-  command = 'python benchmarks/run_benchmarks.py' + (
-      ' ' + ' '.join(argv if argv is not None else sys.argv[1:])
-      if (argv if argv is not None else sys.argv[1:]) else '')
+  command = command_line('run_benchmarks.py', given)
   start = time.time()
-
-  def log(line):
-    sys.stdout.write('[%5.0f s] %s\n' % (time.time() - start, line))
-    sys.stdout.flush()
-
+  log = make_log(start)
   results = measure(plan, log)
   elapsed = time.time() - start
   text = report(results, plan, command, elapsed)
