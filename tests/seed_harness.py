@@ -59,7 +59,9 @@ class Harness(object):
     restore_from: a checkpoint to restore (then post-init ops, then puts).
 
   Attributes:
-    mgr, graph, sess, inputs (per tower), losses, saver, saved
+    mgr, graph, sess, inputs (per tower), losses, tower_grads (per tower, the
+    `(grad, var)` pairs it gave the manager), built_by_towers (the ops of the
+    graph before `preprocess_device_grads`), saver, saved
     (`get_variables_to_save()`), applied (what `get_gradients_to_apply`
     returned, per apply device), update_ops (the UPDATE_OPS and staging
     delta ops kept: tower 0's), post_init, put_ops, model_variables.
@@ -81,6 +83,7 @@ class Harness(object):
       host.devices = mgr.get_devices()
       self.inputs = []
       self.losses = []
+      self.tower_grads = []
       device_grads = []
       update_ops = []
       for d in range(num_towers):
@@ -93,6 +96,7 @@ class Harness(object):
             grads = tf.gradients(loss, params)
             param_refs = mgr.trainable_variables_on_device(d, writable=True)
             device_grads.append(zip(grads, param_refs))
+            self.tower_grads.append(list(zip(grads, param_refs)))
             if mgr.retain_tower_updates(d):
               update_ops.extend(tf1.get_collection(tf1.GraphKeys.UPDATE_OPS))
               update_ops.extend(mgr.staging_delta_ops)
@@ -100,6 +104,7 @@ class Harness(object):
       if mgr.supports_staged_vars():
         for staging_ops in mgr.staging_vars_on_devices:
           self.put_ops.extend(put for put, _ in staging_ops.values())
+      self.built_by_towers = set(self.graph.get_operations())
       apply_devices, state = mgr.preprocess_device_grads(device_grads)
       opt = tf1.train.GradientDescentOptimizer(
           tf.constant(learning_rate, dtype))

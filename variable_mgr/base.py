@@ -19,17 +19,21 @@ A harness drives a manager in the order of tf_cnn_benchmarks (see README):
         mgr.append_apply_gradients_ops(state, opt, grads, training_ops)
     ... init; restore; run mgr.get_post_init_ops(); train ...
 
-Every variable update the manager builds runs after all of the step's
-gradients (and staged reads) are computed. With ref variables (TF 1.15's
-default), whose reads alias the variable's buffer, an update that is not
-ordered so can change a value that the backward pass is still reading.
+Every variable update the manager builds runs after the ops of the step that
+read that variable, and after nothing else of the step but its own gradient:
+see `variable_mgr.ordering` for what a read is and why that is enough. With
+ref variables (TF 1.15's default), whose reads alias the variable's buffer,
+an update that is not ordered so can change a value that the backward pass is
+still reading.
 """
 
 import abc
+import collections
 import re
 
 from variable_mgr import errors
 from variable_mgr import interface
+from variable_mgr import ordering
 from variable_mgr.compat import tf
 
 REDUCTIONS = ('mean', 'sum')
@@ -71,15 +75,26 @@ class GradientState(object):
     apply_devices: the devices the harness applies gradients on.
     tower_grads: `[tower][(grad, var)]` as the towers gave them.
     payload: the strategy's own result (reduced gradients, ...).
-    gate: an op that completes after every gradient of the step (and any
-      staged read) is computed; every update runs after it.
+    waits: `{variable op name: [ops]}`, what an update of each variable must
+      run after (its readers, see `variable_mgr.ordering`, and the
+      strategy's own, such as staged reads).
+    variable_reads: every op of `waits`, for a harness that orders updates
+      across workers (a worker may not update a shared variable while
+      another still reads it).
   """
 
-  def __init__(self, apply_devices, tower_grads, payload, gate):
+  def __init__(self, apply_devices, tower_grads, payload, waits):
     self.apply_devices = list(apply_devices)
     self.tower_grads = tower_grads
     self.payload = payload
-    self.gate = gate
+    self.waits = waits
+    self.variable_reads = list(collections.OrderedDict(
+        (op, None) for ops in waits.values() for op in ops))
+    self._index = ordering.AncestorIndex(self.variable_reads)
+
+  def after_reads(self, grad, var):
+    """`grad`, made to arrive after the ops `var`'s update must follow."""
+    return ordering.after(grad, self.waits.get(var.op.name, ()), self._index)
 
 
 def _floating_dtype(dtype):
@@ -95,19 +110,6 @@ def _floating_dtype(dtype):
         'accumulation_dtype=%r: must be a floating dtype such as tf.float32 '
         'or \'float32\', or None to add gradients in their own dtype.' %
         (dtype,))
-  return result
-
-
-def _gradient_ops(grads):
-  """The ops producing `grads` (tensors or IndexedSlices; None skipped)."""
-  result = []
-  for g in grads:
-    if g is None:
-      continue
-    if isinstance(g, tf.IndexedSlices):
-      result.extend([g.values.op, g.indices.op])
-    else:
-      result.append(g.op)
   return result
 
 
@@ -242,11 +244,14 @@ class VariableMgr(abc.ABC):
     """
     towers = [list(grads) for grads in device_grads]
     self._check_gradients(towers)
-    all_grads = [g for tower in towers for g, _ in tower]
-    gate = tf.group(*(_gradient_ops(all_grads) + self._update_dependencies()),
-                    name='all_gradients_ready')
+    # Found before the strategy adds ops of its own: only the towers' ops
+    # (and staged puts) read the variables yet.
+    variables = self._updated_variables(towers)
+    waits = ordering.find_readers(variables)
+    for name, ops in self._update_dependencies(variables).items():
+      waits[name].extend(ops)
     apply_devices, payload = self._preprocess(towers)
-    return apply_devices, GradientState(apply_devices, towers, payload, gate)
+    return apply_devices, GradientState(apply_devices, towers, payload, waits)
 
   def get_gradients_to_apply(self, device_num, gradient_state):
     """The `[(grad, var)]` to apply on `apply_devices[device_num]`."""
@@ -261,21 +266,36 @@ class VariableMgr(abc.ABC):
                                  training_ops):
     """Appends to `training_ops` the ops that apply `grads` with `opt`.
 
-    The updates run only after every gradient of the step is computed.
+    The update of each variable runs after the step's reads of it (see
+    `variable_mgr.ordering`), each gradient being passed through an identity
+    that waits for those reads where they are not already its ancestors.
     """
-    grads = [(g, v) for g, v in grads if g is not None]
-    with tf.control_dependencies([gradient_state.gate]):
-      self._append_apply(gradient_state, opt, grads, training_ops)
+    grads = [(gradient_state.after_reads(g, v), v) for g, v in grads
+             if g is not None]
+    self._append_apply(gradient_state, opt, grads, training_ops)
 
   def _append_apply(self, gradient_state, opt, grads, training_ops):
-    """Hook: the update ops; runs under the step's gradient gate."""
+    """Hook: the update ops of `grads`, already ordered after their
+    variables' reads."""
     del gradient_state
     if grads:
       training_ops.append(opt.apply_gradients(grads))
 
-  def _update_dependencies(self):
-    """Hook: ops besides the gradients that every update must follow."""
-    return []
+  def _updated_variables(self, tower_grads):
+    """Hook: the variables whose readers updates must wait for, once each:
+    the towers' variables that have a gradient."""
+    seen = collections.OrderedDict()
+    for tower in tower_grads:
+      for g, v in tower:
+        if g is not None:
+          seen.setdefault(v.op.name, v)
+    return list(seen.values())
+
+  def _update_dependencies(self, variables):
+    """Hook: `{variable op name: [ops]}`, ops besides the readers that the
+    updates of `variables` (those of `_updated_variables`) must follow."""
+    del variables
+    return {}
 
   def get_post_init_ops(self):
     """Ops to run once after variables are initialised or restored."""

@@ -20,9 +20,12 @@ them (reads from a staging area, `assign_sub` through a second area whose put
 goes into `VariableMgr.staging_delta_ops`), is kept for code that builds one
 itself; this getter no longer does.
 
-Every step takes exactly one item out of each staging area it fills: the
-step's updates wait for every put and every get, so an area whose read no op
-consumes (the variable of an unused layer, say) does not grow.
+Ordering (see `variable_mgr.ordering`): a put's snapshot reads the variable,
+so the variable's update runs after it; the put itself stores the snapshot
+and may run later. Every step takes exactly one item out of each staging
+area it fills: each variable's update waits for its gets, and the gets of
+variables without a gradient are taken by another update (see
+`get_dependencies`), so an area whose read no op consumes does not grow.
 """
 
 from variable_mgr import compat
@@ -184,7 +187,25 @@ def all_put_ops(variable_mgr):
           for put, _ in tower.values()]
 
 
-def all_staging_ops(variable_mgr):
-  """Every tower's put and get ops: each step's updates run after them."""
-  return [op for tower in variable_mgr.staging_vars_on_devices
-          for put, get in tower.values() for op in (put, get.op)]
+def get_dependencies(variable_mgr, variables):
+  """`{variable op name: [get ops]}`: what the updates of `variables` (the
+  ones with a gradient) must follow so that every area gives up one item a
+  step.
+
+  A tower's get of `v` is waited for by `v`'s update: a model whose
+  gradient does not need the value read (a loss linear in `v`) would
+  otherwise leave it in the area. Gets of variables without a gradient (an
+  unused layer) have no update of their own; the update of the first
+  variable takes them, since any update runs every step. Gets have no
+  inputs and run at the start of a step, so neither waits on the backward
+  pass.
+  """
+  names = [v.op.name for v in variables]
+  result = dict((name, []) for name in names)
+  orphans = []
+  for tower in variable_mgr.staging_vars_on_devices:
+    for name, (_, get) in tower.items():
+      (result[name] if name in result else orphans).append(get.op)
+  if orphans and names:
+    result[names[0]].extend(orphans)
+  return result

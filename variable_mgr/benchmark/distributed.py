@@ -351,7 +351,7 @@ def build_worker_graph(config, host, spec, sync):
       # Shared variables: no worker may update them while another still
       # reads them for this step's gradients (or staged puts).
       gradients_ready = host.add_sync_queues_and_barrier(
-          'gradients_ready_', [state.gate, average_loss])
+          'gradients_ready_', [tf.group(*state.variable_reads), average_loss])
     optimizer = harness.make_optimizer(config)
     training_ops = []
     for i, device in enumerate(apply_devices):

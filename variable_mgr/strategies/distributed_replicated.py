@@ -72,8 +72,11 @@ class VariableMgrDistributedReplicated(base.VariableMgr):
         with tf.device(self.benchmark_cnn.cpu_device):
           updated = master.read_value()
           for tower in towers:
-            training_ops.append(tower[i][1].assign(updated,
-                                                   read_value=False))
+            local = tower[i][1]
+            # The copy back overwrites the tower's local copy: after the
+            # tower's reads of it (see variable_mgr.ordering).
+            value = gradient_state.after_reads(updated, local)
+            training_ops.append(local.assign(value, read_value=False))
 
   def get_post_init_ops(self):
     """Copies each master into every tower's local copy."""

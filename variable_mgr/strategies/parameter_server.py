@@ -33,8 +33,9 @@ class _SharedVariablesMgr(base.VariableMgr):
 class _StagedMixin(object):
   """Staged reads for a parameter-server manager (see variable_mgr.staging).
 
-  Every step's updates run after every tower's puts (one-step-stale SGD)
-  and gets (one item in and one out of every area a step).
+  The update of a variable runs after the step's read of it for the puts
+  (a reader: one-step-stale SGD) and after every tower's get of it (one
+  item in and one out of every area a step).
   """
 
   _staging_cpu_device = None
@@ -60,8 +61,8 @@ class _StagedMixin(object):
     self._check_tower_index(device_num)
     return staging.staged_trainable_variables(self, device_num, writable, 'v/')
 
-  def _update_dependencies(self):
-    return staging.all_staging_ops(self)
+  def _update_dependencies(self, variables):
+    return staging.get_dependencies(self, variables)
 
 
 class VariableMgrLocalFetchFromPS(_SharedVariablesMgr):

@@ -1,0 +1,297 @@
+"""Each update waits for its own variable's reads, and for nothing else.
+
+Two sides of one rule (`variable_mgr.ordering`):
+- the race: a model whose last layer is read late in the step (after an op
+  that sleeps, for the first layer's gradient) while that layer's own
+  gradient is ready at once. An update that does not wait for the late read
+  always lands before it, with ref and with resource variables, and the
+  first layer then trains on the wrong weights. Every strategy must match
+  NumPy exactly.
+- no needless wait, read off the graph: no update depends on another
+  tower's backward pass (independent) or on another variable's gradient,
+  and every update of a variable is reachable from every op that reads it.
+"""
+
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import seed_harness
+from variable_mgr import interface
+
+tf1 = tf.compat.v1
+
+N, M, BATCH = 6, 3, 4
+# What makes the late read late: an op that sleeps this long (holding one
+# inter-op thread; the session gets threads to spare), where the last
+# layer's gradient takes microseconds.
+DELAY_SECONDS = 0.03
+INTER_OP_THREADS = 8
+STEPS = 3
+LEARNING_RATE = 0.1
+TOLERANCE = dict(rtol=2e-5, atol=2e-6)  # float32
+
+# name -> (create() arguments, host arguments, how towers combine, stale)
+STRATEGIES = {
+    'independent': (dict(variable_update='independent'), {}, 'none', False),
+    'ps_cpu': (dict(variable_update='parameter_server'), {}, 'mean', False),
+    'ps_spread': (dict(variable_update='parameter_server'),
+                  dict(local_parameter_device='gpu'), 'mean', False),
+    'staged_ps': (dict(variable_update='parameter_server', staged_vars=True),
+                  {}, 'mean', True),
+    'replicated': (dict(variable_update='replicated'), {}, 'sum', False),
+    'replicated_spread': (dict(variable_update='replicated'),
+                          dict(local_parameter_device='gpu'), 'sum', False),
+    'replicated_xring': (dict(variable_update='replicated',
+                              all_reduce_spec='xring'), {}, 'sum', False),
+}
+
+
+def _sleep():
+  time.sleep(DELAY_SECONDS)
+  return np.float32(0)
+
+
+@pytest.fixture(autouse=True)
+def spare_threads(monkeypatch):
+  """Sessions with inter-op threads to spare, so that a sleeping op never
+  holds back the ops that are ready."""
+  original = interface.BenchmarkCnnLike.session_config
+
+  def session_config(self):
+    config = original(self)
+    config.inter_op_parallelism_threads = INTER_OP_THREADS
+    return config
+
+  monkeypatch.setattr(interface.BenchmarkCnnLike, 'session_config',
+                      session_config)
+
+
+def late_read_model():
+  """loss = 0.5 mean|x w2 - y|^2 + 0.5 mean|tanh(x w1) sg(w2') - y2|^2,
+  where w2' is w2 read only after the delay chain."""
+  x = tf1.placeholder(tf.float32, [BATCH, N])
+  y = tf1.placeholder(tf.float32, [BATCH, M])
+  y2 = tf1.placeholder(tf.float32, [BATCH, M])
+  init = tf1.random_normal_initializer(stddev=0.5)
+  w1 = tf1.get_variable('layer1/w1', [N, N], tf.float32, init)
+  w2 = tf1.get_variable('layer2/w2', [N, M], tf.float32, init)
+  delay = tf1.py_func(_sleep, [], tf.float32, stateful=True)
+  with tf1.control_dependencies([delay.op]):
+    w2_late = tf.stop_gradient(w2)
+  fast = tf.matmul(x, w2) - y
+  slow = tf.matmul(tf.tanh(tf.matmul(x, w1)), w2_late) - y2
+  loss = 0.5 * (tf.reduce_mean(tf.reduce_sum(tf.square(fast), 1)) +
+                tf.reduce_mean(tf.reduce_sum(tf.square(slow), 1)))
+  return loss, (x, y, y2)
+
+
+def numpy_gradients(w, batch):
+  x, y, y2 = batch
+  h = np.tanh(x.dot(w['w1']))
+  d_slow = (h.dot(w['w2']) - y2) / BATCH
+  d_h = d_slow.dot(w['w2'].T) * (1 - h * h)
+  return {'w1': x.T.dot(d_h), 'w2': x.T.dot((x.dot(w['w2']) - y) / BATCH)}
+
+
+def reference(init, batches, combine, stale):
+  """Per step, tower 0's (or the shared) weights after it."""
+  num_towers = len(batches[0])
+  towers = [dict((k, v.astype(np.float64)) for k, v in init.items())
+            for _ in range(num_towers)]
+  previous = dict(towers[0])
+  result = []
+  for step_batches in batches:
+    if combine == 'none':
+      for w, batch in zip(towers, step_batches):
+        g = numpy_gradients(w, batch)
+        for k in w:
+          w[k] = w[k] - LEARNING_RATE * g[k]
+    else:
+      at = previous if stale else towers[0]
+      grads = [numpy_gradients(at, batch) for batch in step_batches]
+      scale = 1.0 / num_towers if combine == 'mean' else 1.0
+      previous = dict(towers[0])
+      new = dict((k, towers[0][k] - LEARNING_RATE * scale *
+                  sum(g[k] for g in grads)) for k in towers[0])
+      towers = [dict(new) for _ in towers]
+    result.append([dict(w) for w in towers])
+  return result
+
+
+def make_batches(num_towers, seed=3):
+  rng = np.random.RandomState(seed)
+  return [[(rng.randn(BATCH, N).astype(np.float32),
+            rng.randn(BATCH, M).astype(np.float32),
+            rng.randn(BATCH, M).astype(np.float32))
+           for _ in range(num_towers)] for _ in range(STEPS)]
+
+
+def _short(name):
+  return name.split('/')[-1]
+
+
+def _values(run, tower):
+  variables = dict((_short(n), v) for n, v in
+                   run.tower_variables(tower).items())
+  return run.sess.run({'w1': variables['w1'], 'w2': variables['w2']})
+
+
+@pytest.mark.parametrize('name', sorted(STRATEGIES))
+def test_an_update_waits_for_a_late_read_of_its_variable(name, variable_kind):
+  create_args, host_args, combine, stale = STRATEGIES[name]
+  num_towers = 2
+  run = seed_harness.Harness(create_args, host_args, num_towers,
+                             late_read_model, LEARNING_RATE, tf.float32)
+  try:
+    init = _values(run, 0)
+    batches = make_batches(num_towers)
+    expected = reference(init, batches, combine, stale)
+    for step, step_batches in enumerate(batches):
+      run.step(step_batches)
+      towers = range(num_towers) if run.mgr.each_tower_has_variables() else [0]
+      for t in towers:
+        got = _values(run, t)
+        for k in ('w1', 'w2'):
+          np.testing.assert_allclose(
+              got[k], expected[step][t][k], err_msg='%s tower %d step %d' %
+              (k, t, step), **TOLERANCE)
+  finally:
+    run.close()
+
+
+# -- The graph: what each update depends on ----------------------------------
+
+_UPDATE_TYPES = ('ApplyGradientDescent', 'ResourceApplyGradientDescent')
+
+
+def _ancestors(op):
+  seen = set()
+  stack = [op]
+  while stack:
+    current = stack.pop()
+    for parent in [t.op for t in current.inputs] + list(
+        current.control_inputs):
+      if parent not in seen:
+        seen.add(parent)
+        stack.append(parent)
+  return seen
+
+
+def _updates_of(graph, var):
+  """The ops that apply a gradient to `var`."""
+  return [op for op in graph.get_operations()
+          if op.type in _UPDATE_TYPES and op.inputs[0].op is var.op]
+
+
+def _variable(run, tower, short):
+  return dict((_short(n), v) for n, v in
+              run.tower_variables(tower).items())[short]
+
+
+def _grad_ops(run, tower, short):
+  """The ops that compute tower `tower`'s gradient of `short`."""
+  for g, v in run.tower_grads[tower]:
+    if _short(v.op.name) == short:
+      return [g.op]
+  raise AssertionError('no gradient of %s' % short)
+
+
+def _seed_run(name, variable_kind):
+  del variable_kind  # The fixture has set the variable kind.
+  create_args, host_args, _, _ = STRATEGIES[name]
+  return seed_harness.Harness(
+      create_args, host_args, 2,
+      lambda: _seed_tower(), seed_harness.LEARNING_RATE, tf.float32)
+
+
+def _seed_tower():
+  x = tf1.placeholder(tf.float32, [6, seed_harness.IN])
+  y = tf1.placeholder(tf.float32, [6, seed_harness.OUT])
+  return seed_harness.model(x, y), (x, y)
+
+
+def test_independent_towers_wait_for_nothing_of_each_other(variable_kind):
+  run = _seed_run('independent', variable_kind)
+  try:
+    tower_0 = set()
+    for g, _ in run.tower_grads[0]:
+      tower_0 |= _ancestors(g.op) | {g.op}
+    tower_0 = set(op for op in tower_0 if op.name.startswith('v0/'))
+    assert any('gradients' in op.name for op in tower_0)
+    for short in seed_harness.VARIABLES:
+      (update,) = _updates_of(run.graph, _variable(run, 1, short))
+      shared = _ancestors(update) & tower_0
+      assert not shared, '%s of tower 1 waits for %s' % (
+          short, sorted(op.name for op in shared)[:5])
+  finally:
+    run.close()
+
+
+@pytest.mark.parametrize('name', ['ps_cpu', 'ps_spread', 'staged_ps',
+                                  'replicated', 'replicated_xring'])
+def test_the_last_layer_does_not_wait_for_the_first_layers_gradient(
+    name, variable_kind):
+  run = _seed_run(name, variable_kind)
+  try:
+    first = set(op for t in range(2) for op in _grad_ops(run, t, 'w1'))
+    towers = range(2) if run.mgr.each_tower_has_variables() else [0]
+    for t in towers:
+      updates = _updates_of(run.graph, _variable(run, t, 'w2'))
+      assert updates
+      for update in updates:
+        assert not _ancestors(update) & first, (name, t)
+  finally:
+    run.close()
+
+
+def _readers(var):
+  """Ops reading `var`'s value, found independently of the library: the
+  consumers of its reads through Identity/StopGradient (ref), or its
+  ReadVariableOps (resource)."""
+  graph = var.op.graph
+  result = []
+  if var.op.type == 'VarHandleOp':
+    for op in graph.get_operations():
+      if op.type == 'ReadVariableOp' and op.inputs[0].op is var.op:
+        result.append(op)
+    return result
+  frontier = [var.op.outputs[0]]
+  while frontier:
+    tensor = frontier.pop()
+    for consumer in tensor.consumers():
+      if consumer.type in ('Identity', 'StopGradient'):
+        frontier.extend(consumer.outputs)
+      elif consumer.type not in ('Assign', 'IsVariableInitialized') + (
+          _UPDATE_TYPES):
+        result.append(consumer)
+  return result
+
+
+@pytest.mark.parametrize('name', sorted(STRATEGIES))
+def test_every_update_follows_every_read_of_its_variable(name, variable_kind):
+  """Reads by the towers' ops, all built before preprocess_device_grads
+  (the post-init copies and the saver, built later, read too)."""
+  create_args, host_args, _, _ = STRATEGIES[name]
+  run = seed_harness.Harness(create_args, host_args, 2, late_read_model,
+                             LEARNING_RATE, tf.float32)
+  try:
+    towers = range(2) if run.mgr.each_tower_has_variables() else [0]
+    checked = 0
+    for t in towers:
+      for short in ('w1', 'w2'):
+        var = _variable(run, t, short)
+        towers_ops = run.built_by_towers
+        readers = [op for op in _readers(var) if op in towers_ops and (
+            not op.outputs or any(c in towers_ops for out in op.outputs
+                                  for c in out.consumers()))]
+        assert readers
+        for update in _updates_of(run.graph, var):
+          missing = set(readers) - _ancestors(update)
+          assert not missing, (short, t, sorted(op.name for op in missing))
+          checked += 1
+    assert checked >= 2
+  finally:
+    run.close()
