@@ -13,6 +13,7 @@ import tensorflow as _tf
 
 import variable_mgr
 from variable_mgr.benchmark import cli
+from variable_mgr.benchmark import flags as cli_flags
 from variable_mgr.benchmark import harness
 from variable_mgr.benchmark import models
 
@@ -33,8 +34,8 @@ def run_main(argv, tmp_path, name='out.json'):
 
 
 def test_flag_names_match_the_library():
-  assert cli.STRATEGY_NAMES == variable_mgr.STRATEGY_NAMES
-  assert cli.MODEL_NAMES == models.MODEL_NAMES
+  assert cli_flags.STRATEGY_NAMES == variable_mgr.STRATEGY_NAMES
+  assert cli_flags.MODEL_NAMES == models.MODEL_NAMES
 
 
 @pytest.mark.parametrize('flags', [

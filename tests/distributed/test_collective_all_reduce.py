@@ -20,6 +20,7 @@ import variable_mgr
 from variable_mgr import errors
 from variable_mgr.benchmark import cli
 from variable_mgr.benchmark import distributed
+from variable_mgr.benchmark import flags as cli_flags
 from variable_mgr.benchmark import harness
 from variable_mgr.benchmark import launcher
 from variable_mgr.strategies import collective_all_reduce
@@ -256,7 +257,7 @@ def test_variables_to_save_are_tower_zero_under_canonical_names():
 def test_runner_names_the_group_leader_everywhere():
   spec = distributed.tf_config.resolve(
       'worker', 1, '127.0.0.1:1', '127.0.0.1:2,127.0.0.1:3', {})
-  options = distributed.build_parser().parse_args([])
+  options = cli_flags.build_parser().parse_args([])
   config = distributed._session_config(tf, spec, options, 2)  # pylint: disable=protected-access
   assert config.experimental.collective_group_leader == (
       '/job:worker/replica:0/task:0')

@@ -7,6 +7,7 @@ import pytest
 
 from variable_mgr import errors
 from variable_mgr.benchmark import distributed
+from variable_mgr.benchmark import flags as cli_flags
 from variable_mgr.benchmark import launcher
 from variable_mgr.benchmark import tf_config
 
@@ -126,7 +127,7 @@ def test_async_distributed_replicated_is_refused():
 
 
 def test_launcher_refuses_task_flags(capsys):
-  args = distributed.build_parser().parse_args(
+  args = cli_flags.build_parser().parse_args(
       ['--launch_local_cluster', '--job_name', 'ps'])
   assert launcher.main(args, ['--launch_local_cluster', '--job_name',
                               'ps']) == 2

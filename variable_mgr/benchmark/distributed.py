@@ -59,6 +59,8 @@ import threading
 import time
 
 from variable_mgr import errors
+from variable_mgr.benchmark import exit_status
+from variable_mgr.benchmark import flags
 from variable_mgr.benchmark import tf_config
 
 # How often PS tasks and asynchronous workers probe their peers.
@@ -76,8 +78,6 @@ LAUNCHER_FD_ENV = 'VARIABLE_MGR_LAUNCHER_FD'
 PS_DEVICE = '/job:ps/replica:0/task:%d/cpu:0'
 SYNC_STRATEGIES = ('parameter_server', 'distributed_replicated',
                    'collective_all_reduce')
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
 
 
 class TaskFailedError(RuntimeError):
@@ -97,63 +97,9 @@ class ClusterOptionsError(errors.VariableMgrError):
   """A cluster option that cannot be combined with the others."""
 
 
-# -- Flags --------------------------------------------------------------------
+# -- Which run -------------------------------------------------------------
 
 CLUSTER_FLAGS = ('job_name', 'task_index', 'ps_hosts', 'worker_hosts')
-LAUNCHER_FLAGS = ('launch_local_cluster', 'num_ps', 'num_workers')
-
-
-def add_flags(parser):
-  """Adds the cluster and launcher flags to an argparse parser."""
-  from variable_mgr.benchmark import cli  # pylint: disable=g-import-not-at-top
-  _bool, _count, _positive_number = (cli.parse_bool, cli.int_at_least,
-                                     cli.positive_float)
-  group = parser.add_argument_group(
-      'cluster', 'run one task of a ps/worker cluster (or read TF_CONFIG), '
-      'or launch a whole cluster on this machine')
-  add = group.add_argument
-  add('--job_name', default=None, choices=('ps', 'worker'),
-      help='this task\'s job; with --task_index, --ps_hosts, --worker_hosts. '
-           'Without it, TF_CONFIG is read when set')
-  add('--task_index', type=_count(0), default=0,
-      help='this task\'s index in its job (default: %(default)s)')
-  add('--ps_hosts', default='',
-      help='comma-separated host:port of the PS tasks')
-  add('--worker_hosts', default='',
-      help='comma-separated host:port of the workers; worker 0 is the chief')
-  add('--cross_replica_sync', type=_bool, nargs='?', const=True,
-      default=True,
-      help='synchronous steps across workers (default); false: '
-           'asynchronous parameter_server')
-  add('--op_timeout_secs', type=_positive_number, default=60.0,
-      help='deadline of every session call; when a task dies the others '
-           'exit within about this long (default: %(default)s)')
-  add('--startup_timeout_secs', type=_positive_number, default=300.0,
-      help='how long a task waits for the others to come up and for the '
-           'chief to initialise (default: %(default)s)')
-  add('--save_model_steps', type=_count(0), default=0,
-      help='the chief also saves a checkpoint every this many steps (0: '
-           'only at the end) (default: %(default)s)')
-  add('--launch_local_cluster', action='store_true',
-      help='start --num_ps PS tasks and --num_workers workers as processes '
-           'on 127.0.0.1 and report the cluster\'s total images/sec')
-  add('--num_ps', type=_count(1), default=1,
-      help='PS tasks of --launch_local_cluster (default: %(default)s)')
-  add('--num_workers', type=_count(1), default=2,
-      help='workers of --launch_local_cluster (default: %(default)s)')
-
-
-def _has_cluster_flags(parser):
-  return any(action.dest == 'job_name' for action in parser._actions)  # pylint: disable=protected-access
-
-
-def build_parser():
-  """The benchmark CLI's parser with the cluster flags."""
-  from variable_mgr.benchmark import cli  # pylint: disable=g-import-not-at-top
-  parser = cli.build_parser()
-  if not _has_cluster_flags(parser):
-    add_flags(parser)
-  return parser
 
 
 def is_requested(args, environ=None):
@@ -164,14 +110,6 @@ def is_requested(args, environ=None):
               getattr(args, 'ps_hosts', '') or
               getattr(args, 'worker_hosts', '') or
               environ.get('TF_CONFIG', '').strip())
-
-
-def _fill_defaults(args):
-  if getattr(args, 'num_batches', None) is None:
-    args.num_batches = 50
-  if getattr(args, 'num_warmup_batches', None) is None:
-    args.num_warmup_batches = 5
-  return args
 
 
 # -- Liveness -----------------------------------------------------------------
@@ -268,7 +206,7 @@ def watch_launcher(environ=None):
       pass
     sys.stderr.write('the launcher is gone: exiting\n')
     sys.stderr.flush()
-    os._exit(EXIT_FAILURE)  # pylint: disable=protected-access
+    os._exit(exit_status.FAILURE)  # pylint: disable=protected-access
 
   thread = threading.Thread(target=watch, name='launcher-watch')
   thread.daemon = True
@@ -469,8 +407,8 @@ class _Caller(object):
       _, what, timeout = pending
       error = self.describe('the call did not return while %s' % what,
                             True, timeout)
-      _fail(error, EXIT_FAILURE)
-      exit_task(EXIT_FAILURE)
+      exit_status.fail(error, exit_status.FAILURE)
+      exit_status.exit_task(exit_status.FAILURE)
 
   def explain(self, error, what, timeout):
     summary = '%s while %s: %s' % (type(error).__name__, what,
@@ -835,39 +773,14 @@ def run(args, argv, environ=None):
     The exit status: 0, 1 (a task failed) or 2 (a bad flag or cluster).
   """
   environ = os.environ if environ is None else environ
-  _fill_defaults(args)
   if args.launch_local_cluster:
     from variable_mgr.benchmark import launcher  # pylint: disable=g-import-not-at-top
     return launcher.main(args, argv)
   watch_launcher(environ)
   import tensorflow as _tf  # pylint: disable=g-import-not-at-top
   _tf.get_logger().setLevel('ERROR')
-  try:
-    return run_task(args, environ)
-  except errors.VariableMgrError as e:
-    return _fail(e, EXIT_USAGE)
-  except TaskFailedError as e:
-    return _fail(e, EXIT_FAILURE)
-  except _tf.errors.OpError as e:
-    return _fail('%s failed while running: %s' % (
-        type(e).__name__, str(e).strip().splitlines()[0]), EXIT_FAILURE)
-  except KeyboardInterrupt:
-    return _fail('interrupted', 130)
-
-
-def exit_task(status):
-  """Ends a task process now. TensorFlow cannot stop a gRPC server, and its
-  teardown at interpreter exit may block; a task has nothing left to do."""
-  sys.stdout.flush()
-  sys.stderr.flush()
-  os._exit(status)  # pylint: disable=protected-access
-
-
-def _fail(message, status):
-  sys.stdout.flush()
-  sys.stderr.write('variable_mgr_benchmark: error: %s\n' % message)
-  sys.stderr.flush()
-  return status
+  return exit_status.status_of(lambda: run_task(args, environ),
+                               failures=(TaskFailedError,))
 
 
 def run_from_cli(args, argv):
@@ -876,7 +789,7 @@ def run_from_cli(args, argv):
   status = run(args, list(argv))
   if args.launch_local_cluster:
     return status
-  exit_task(status)
+  exit_status.exit_task(status)
 
 
 def main(argv=None):
@@ -884,13 +797,12 @@ def main(argv=None):
   with the cluster flags, run as a cluster task or launcher."""
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
   argv = list(sys.argv[1:] if argv is None else argv)
-  from variable_mgr.benchmark import cli  # pylint: disable=g-import-not-at-top
   try:
-    args = build_parser().parse_args(argv)
-  except cli.UsageError as e:
-    return _fail(e, EXIT_USAGE)
+    args = flags.parse_task_args(argv)
+  except flags.UsageError as e:
+    return exit_status.fail(e, exit_status.USAGE)
   return run(args, argv)
 
 
 if __name__ == '__main__':
-  exit_task(main())
+  exit_status.exit_task(main())

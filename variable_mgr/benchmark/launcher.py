@@ -31,6 +31,7 @@ import threading
 import time
 
 from variable_mgr.benchmark import distributed
+from variable_mgr.benchmark import exit_status
 from variable_mgr.benchmark import tf_config
 
 LOOPBACK = '127.0.0.1'
@@ -250,15 +251,15 @@ def main(args, argv, out=None):
   2 for bad flags, 130 on Ctrl-C."""
   out = out or sys.stdout
   if os.environ.get(distributed.LAUNCHER_FD_ENV):
-    return distributed._fail(  # pylint: disable=protected-access
+    return exit_status.fail(
         '--launch_local_cluster inside a launched task: a task runs one '
-        'cluster task only.', distributed.EXIT_USAGE)
+        'cluster task only.', exit_status.USAGE)
   given = [f for f in distributed.CLUSTER_FLAGS
            if any(a.split('=')[0] == '--' + f for a in argv)]
   if given:
-    return distributed._fail(  # pylint: disable=protected-access
+    return exit_status.fail(
         '--launch_local_cluster picks every task\'s address itself: drop '
-        '%s.' % ', '.join('--' + f for f in given), distributed.EXIT_USAGE)
+        '%s.' % ', '.join('--' + f for f in given), exit_status.USAGE)
   previous = signal.signal(signal.SIGTERM, _on_sigterm)
   output_dir = tempfile.mkdtemp(prefix='variable_mgr_cluster_')
   cluster = LocalCluster(args.num_ps, args.num_workers,
