@@ -167,6 +167,60 @@ class _NoBarrier(object):
       setattr(self, name, getattr(host, name))
 
 
+class _InheritedBarrier(_NoBarrier, variable_mgr.BenchmarkCnnLike):
+  """Every attribute, but the barrier is BenchmarkCnnLike's stub, which
+  raises NotImplementedError when the strategy calls it mid-build."""
+
+
+class _OwnBarrier(_InheritedBarrier):
+  """Implements the barrier (as a no-op: enough to build a graph)."""
+
+  def add_sync_queues_and_barrier(self, name_prefix, enqueue_after_list):
+    with tf1.control_dependencies(enqueue_after_list):
+      return tf.no_op(name=name_prefix + 'barrier')
+
+
+def test_distributed_replicated_host_inheriting_the_barrier_stub():
+  host = _InheritedBarrier(variable_mgr.ClusterBenchmarkCnn(CLUSTER, 0, 2))
+  assert hasattr(host, 'add_sync_queues_and_barrier')
+  with raises_before_graph(
+      errors.InterfaceError,
+      '_InheritedBarrier inherits add_sync_queues_and_barrier from '
+      'BenchmarkCnnLike', 'NotImplementedError',
+      'Implement it in _InheritedBarrier', 'ClusterBenchmarkCnn'):
+    variable_mgr.create('distributed_replicated', host)
+
+
+@pytest.mark.parametrize('make_host', [
+    lambda: _OwnBarrier(variable_mgr.ClusterBenchmarkCnn(CLUSTER, 0, 2)),
+    lambda: variable_mgr.ClusterBenchmarkCnn(CLUSTER, 0, 2),
+], ids=['overridden', 'cluster_host'])
+def test_distributed_replicated_host_with_a_barrier_builds(make_host):
+  """A barrier of the host's own (a method or an instance attribute)
+  counts as provided, and is what the strategy calls."""
+  host = make_host()
+  calls = []
+  barrier = host.add_sync_queues_and_barrier
+  host.add_sync_queues_and_barrier = (
+      lambda *args: calls.append(args[0]) or barrier(*args))
+  with tf.Graph().as_default():
+    mgr = variable_mgr.create('distributed_replicated', host)
+    host.devices = mgr.get_devices()
+    towers = []
+    for d in range(2):
+      with mgr.create_outer_variable_scope(d), tf1.device(host.devices[d]):
+        w = tf1.get_variable('w', [3])
+      towers.append([(tf.ones([3]), w)])
+    apply_devices, state = mgr.preprocess_device_grads(towers)
+    training_ops = []
+    with tf1.device(apply_devices[0]):
+      grads = mgr.get_gradients_to_apply(0, state)
+      mgr.append_apply_gradients_ops(
+          state, tf1.train.GradientDescentOptimizer(0.1), grads, training_ops)
+  assert calls and all(c.startswith('replicate_variable') for c in calls)
+  assert training_ops
+
+
 # -- Strategy constructors ----------------------------------------------------------
 
 

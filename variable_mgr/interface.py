@@ -29,6 +29,14 @@ DISTRIBUTED_ATTRIBUTES = LOCAL_ATTRIBUTES + ('ps_hosts', 'cluster')
 PARAMETER_DEVICES = ('cpu', 'gpu')
 
 
+def _documentation_only(method):
+  """Marks a method of BenchmarkCnnLike that only documents the interface
+  (it raises NotImplementedError): `check_interface` does not count it as
+  provided."""
+  method.documentation_only = True
+  return method
+
+
 class BenchmarkCnnLike(object):
   """Documentation of the host interface (Python 3.7 has no typing.Protocol).
 
@@ -57,10 +65,13 @@ class BenchmarkCnnLike(object):
   ps_hosts = ()
   cluster = None
 
+  @_documentation_only
   def add_sync_queues_and_barrier(self, name_prefix, enqueue_after_list):
     """Returns an op that completes once every worker ran `enqueue_after_list`.
 
-    Only `distributed_replicated` calls it.
+    Only `distributed_replicated` calls it. Here it only documents the
+    method: a host must implement it (`ClusterBenchmarkCnn` does); one that
+    inherits this stub counts as lacking it.
     """
     raise NotImplementedError
 
@@ -116,15 +127,43 @@ class LocalBenchmarkCnn(BenchmarkCnnLike):
     self.cluster = None
 
 
+def _is_documentation_only(value):
+  """Whether `value` is (a bound) BenchmarkCnnLike stub: a bound method
+  forwards the marker of its function."""
+  return getattr(value, 'documentation_only', False) is True
+
+
 def check_interface(benchmark_cnn, attributes):
-  """Raises InterfaceError unless `benchmark_cnn` has every attribute."""
+  """Raises InterfaceError unless `benchmark_cnn` has every attribute.
+
+  A method of a cluster host inherited from BenchmarkCnnLike, which only
+  documents it (it raises NotImplementedError), does not count: a host that
+  relied on it would pass construction and fail in the middle of building
+  the graph.
+  """
+  name = type(benchmark_cnn).__name__
   missing = [a for a in attributes if not hasattr(benchmark_cnn, a)]
   if missing:
     raise errors.InterfaceError(
         '%s lacks %s: a variable manager reads these attributes off its '
         'host object (see variable_mgr.interface.BenchmarkCnnLike); set them '
-        'or build the host with variable_mgr.LocalBenchmarkCnn.' %
-        (type(benchmark_cnn).__name__, ', '.join(missing)))
+        'or build the host with variable_mgr.LocalBenchmarkCnn (or '
+        'variable_mgr.ClusterBenchmarkCnn for a cluster).' %
+        (name, ', '.join(missing)))
+  if getattr(benchmark_cnn, 'cluster', None) is None:
+    # The documented-only methods are a cluster host's; the strategy refuses
+    # a host without a cluster itself, with a message about the cluster.
+    return
+  stubs = [a for a in attributes
+           if _is_documentation_only(getattr(benchmark_cnn, a))]
+  if stubs:
+    raise errors.InterfaceError(
+        '%s inherits %s from BenchmarkCnnLike, where %s only documented '
+        '(calling it raises NotImplementedError): a variable manager calls '
+        'it while building the graph. Implement it in %s, or build the host '
+        'with variable_mgr.ClusterBenchmarkCnn, which does.' %
+        (name, ', '.join(stubs), 'it is' if len(stubs) == 1 else 'they are',
+         name))
 
 
 class ClusterBenchmarkCnn(BenchmarkCnnLike):
