@@ -24,11 +24,13 @@ def visible_gpus():
 CLUSTER = {'ps': ['h:2222', 'h:2223'], 'worker': ['h:2224', 'h:2225']}
 
 # name, shape, dtype, bytes.
-VARIABLES = [('a', [100], tf.float32, 400), ('b', [60], tf.float64, 480),
-             ('c', [50], tf.float32, 200), ('d', [70], tf.float32, 280)]
-# Least loaded task first, first on a tie: a->0 (400, 0); b->1 (400, 480);
-# c->0 (600, 480); d->1 (600, 760). By element count, d would go to task 0.
-EXPECTED_TASKS = {'a': 0, 'b': 1, 'c': 0, 'd': 1}
+VARIABLES = [('a', [30], tf.float32, 120), ('b', [10], tf.float64, 80),
+             ('c', [10], tf.float32, 40), ('d', [30], tf.float64, 240)]
+# Least loaded task first, first on a tie: a->0 (120, 0); b->1 (120, 80);
+# c->1 (120, 120); d->0 (360, 120). Other counts place them otherwise: by
+# elements [0, 1, 1, 1], by a resource handle's bytes [0, 1, 0, 0], one a
+# variable or round-robin [0, 1, 0, 1].
+EXPECTED_TASKS = {'a': 0, 'b': 1, 'c': 1, 'd': 0}
 
 
 def _model():
@@ -36,8 +38,9 @@ def _model():
   return tf.add_n([tf.reduce_sum(tf.cast(v, tf.float32)) for v in variables])
 
 
-def _build(mgr, host, num_towers, model=_model, train=True):
-  """The harness protocol, as REFERENCE section 1 orders it."""
+def _build(mgr, host, num_towers, model=_model, train=True, record=None):
+  """The harness protocol, in tf_cnn_benchmarks' order (see README). Each
+  tower's `{variable op name: gradient}` is appended to `record`."""
   host.devices = mgr.get_devices()
   device_grads = []
   for d in range(num_towers):
@@ -47,6 +50,8 @@ def _build(mgr, host, num_towers, model=_model, train=True):
         params = mgr.trainable_variables_on_device(d)
         grads = tf.gradients(loss, params)
         refs = mgr.trainable_variables_on_device(d, writable=True)
+        if record is not None:
+          record.append(dict((v.op.name, g) for g, v in zip(grads, refs)))
         device_grads.append(zip(grads, refs))
   training_ops = []
   if train:
@@ -81,6 +86,45 @@ def _cluster_host():
 
 def _by_short_name(variables):
   return dict((v.op.name.split('/')[-1], v) for v in variables)
+
+
+@pytest.mark.parametrize('shape,dtype,expected', [
+    ([3, 4], tf.float64, 96), ([5], tf.float16, 10), ([2, 3, 4], tf.int32, 96),
+    ([], tf.float32, 4), ([0, 7], tf.float32, 0)])
+def test_byte_size_load_fn_counts_bytes(shape, dtype, expected,
+                                        variable_kind):
+  """Elements times the dtype's size, read off the variable op itself (its
+  shape and dtype attributes, not its output: a resource handle is a
+  scalar)."""
+  with tf.Graph().as_default():
+    var = tf1.get_variable('w', shape, dtype,
+                           initializer=tf1.zeros_initializer())
+    assert var.op.type == ('VarHandleOp' if variable_kind == 'resource'
+                           else 'VariableV2')
+    assert variable_mgr.byte_size_load_fn(var.op) == expected
+
+
+def test_byte_size_load_fn_unknown_shape_counts_zero(variable_kind):
+  with tf.Graph().as_default():
+    unknown = tf1.placeholder_with_default(tf.zeros([7]), shape=[None])
+    var = tf1.get_variable('u', initializer=unknown, validate_shape=False)
+    assert not var.shape.is_fully_defined()
+    assert variable_mgr.byte_size_load_fn(var.op) == 0
+
+
+def test_greedy_strategy_uses_its_load_function():
+  """The least loaded task by the given load, the first one on a tie."""
+  loads = {'a': 5, 'b': 3, 'c': 3, 'd': 1, 'e': 0}
+
+  class _Op(object):
+
+    def __init__(self, name):
+      self.name = name
+
+  strategy = variable_mgr.GreedyLoadBalancingStrategy(
+      3, load_fn=lambda op: loads[op.name])
+  # a->0 (5,0,0); b->1 (5,3,0); c->2 (5,3,3); d->1 (5,4,3); e->2 (5,4,3).
+  assert [strategy(_Op(n)) for n in 'abcde'] == [0, 1, 2, 1, 2]
 
 
 @pytest.mark.parametrize('staged', [False, True])
@@ -178,30 +222,103 @@ def test_distributed_replicated_locals_and_masters(variable_kind):
       (n, 'ps_var/v0/' + n) for n in 'abcd']
 
 
+def _ancestors(ops):
+  seen = set()
+  stack = list(ops)
+  while stack:
+    op = stack.pop()
+    for parent in [t.op for t in op.inputs] + list(op.control_inputs):
+      if parent not in seen:
+        seen.add(parent)
+        stack.append(parent)
+  return seen
+
+
+def _producer_chain(tensor):
+  """The ops from `tensor` back to the NcclAllReduce it comes from, through
+  the first input of each Identity, Cast and Mul (a scale by a constant)."""
+  chain = [tensor.op]
+  while chain[-1].type != 'NcclAllReduce':
+    op = chain[-1]
+    if op.type not in ('Identity', 'Cast', 'Mul'):
+      raise AssertionError('%s (%s) is between the all-reduce and the update'
+                           % (op.name, op.type))
+    inputs = [t for t in op.inputs if t.op.type != 'Const']
+    assert len(inputs) == 1, (op.name, [t.name for t in op.inputs])
+    chain.append(inputs[0].op)
+  return chain
+
+
+def _through_identities(tensor):
+  while tensor.op.type == 'Identity':
+    tensor = tensor.op.inputs[0]
+  return tensor
+
+
 @pytest.mark.parametrize('num_towers', [2, 3])
 @pytest.mark.parametrize('reduction', [None, 'mean'])
 def test_nccl_graph_one_all_reduce_per_tower_and_gradient(num_towers,
                                                           reduction):
+  """Tower d's update of each variable reads the output on tower d's GPU of
+  the all-reduce of that variable's gradients, which takes every tower's
+  gradient of it; 'mean' scales the sum by 1/towers there, the default
+  (sum) does not scale it."""
+  grads = []
   with tf.Graph().as_default() as graph:
     host = variable_mgr.LocalBenchmarkCnn(num_towers, device='gpu')
     mgr = variable_mgr.create('replicated', host, use_nccl=True,
                               reduction=reduction)
-    training_ops = _build(mgr, host, num_towers)
+    training_ops = _build(mgr, host, num_towers, record=grads)
   nccl = [op for op in graph.get_operations() if op.type == 'NcclAllReduce']
   assert len(nccl) == num_towers * len(VARIABLES)
   per_device = {}
+  groups = {}
   for op in nccl:
     spec = _spec(op.device)
     assert spec.device_type == 'GPU', op.device
     per_device.setdefault(spec.device_index, []).append(op)
+    groups.setdefault(op.get_attr('shared_name'), []).append(op)
     assert op.get_attr('num_devices') == num_towers
     assert op.get_attr('reduction') == b'sum'
   assert sorted(per_device) == list(range(num_towers))
   assert all(len(ops) == len(VARIABLES) for ops in per_device.values())
-  # Tower d's updates read its own all-reduce outputs.
+  assert len(groups) == len(VARIABLES)
+
   assert len(training_ops) == num_towers
+  applies = [op for op in graph.get_operations()
+             if op.type in ('ApplyGradientDescent',
+                            'ResourceApplyGradientDescent')]
+  assert len(applies) == num_towers * len(VARIABLES)
   for d, train_op in enumerate(training_ops):
     assert _spec(train_op.device).device_index == d
+    tower_applies = [op for op in _ancestors([train_op]) if op in applies]
+    assert sorted(_through_identities(op.inputs[0]).op.name
+                  for op in tower_applies) == sorted(
+                      'v%d/%s' % (d, v[0]) for v in VARIABLES)
+    for apply_op in tower_applies:
+      name = _through_identities(apply_op.inputs[0]).op.name
+      chain = _producer_chain(apply_op.inputs[2])
+      all_reduce = chain[-1]
+      # Its own GPU's output, of the all-reduce of this variable.
+      assert _spec(all_reduce.device).device_index == d, (
+          name, all_reduce.name, all_reduce.device)
+      assert _through_identities(all_reduce.inputs[0]) is grads[d][name], (
+          name, all_reduce.name)
+      group = groups[all_reduce.get_attr('shared_name')]
+      canonical = name.split('/', 1)[1]
+      assert sorted(
+          (_spec(op.device).device_index,
+           _through_identities(op.inputs[0]).name) for op in group) == [
+               (e, grads[e]['v%d/%s' % (e, canonical)].name)
+               for e in range(num_towers)]
+      scales = [op for op in chain if op.type == 'Mul']
+      if reduction == 'mean':
+        assert len(scales) == 1, [op.name for op in chain]
+        (factor,) = [tf1.make_ndarray(t.op.get_attr('value'))
+                     for t in scales[0].inputs if t.op.type == 'Const']
+        np.testing.assert_allclose(factor, 1.0 / num_towers, rtol=1e-7)
+      else:
+        assert not scales, [op.name for op in chain]
 
 
 @pytest.mark.gpu
