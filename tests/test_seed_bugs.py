@@ -1,5 +1,13 @@
-"""One test per bug of the seed (REFERENCE.md section 2) that the library
-fixes; each of these fails on the seed's code.
+"""The bugs of the seed that the library fixes, one test each, and the seed
+behaviour around them that a rewrite could lose.
+
+The seed is tf_cnn_benchmarks' variable_mgr.py of May 2017, the code this
+library ports (it imports tf.contrib, so it does not load under TensorFlow
+2). Every test whose docstring starts with "Seed:" fails on the seed's code
+and says why; tests/mutation_check.py puts each of these bugs back into the
+library and checks that its tests then fail. The tests under "Behaviour the
+seed already had" pass on the seed too: they keep what a fix must not
+break.
 
 The hierarchical-copy bug (last GPU dropped for odd counts) belongs to the
 all-reduce algorithms and is tested with them.
@@ -78,17 +86,6 @@ def test_local_getter_with_collections_lacking_global(variable_kind):
     assert _names(GLOBAL) == []
 
 
-def test_local_getter_in_a_scope_keeps_trainable(variable_kind):
-  with tf.Graph().as_default():
-    with tf1.variable_scope(
-        'v0', custom_getter=variable_mgr.OverrideToLocalVariableIfNotPsVar()):
-      tf1.get_variable('w', [3])
-      tf1.get_variable('s', [3], trainable=False)
-    assert _names(LOCAL) == ['v0/s', 'v0/w']
-    assert _names(TRAINABLE) == ['v0/w']
-    assert _names(GLOBAL) == []
-
-
 def test_local_getter_ps_var_keeps_name_and_global(variable_kind):
   """Seed: the ps_var branch calls getter(*args) and drops `name`."""
   with tf.Graph().as_default():
@@ -153,32 +150,43 @@ def test_param_server_device_setter_spreads_resource_variables(
   assert compute.device == '/cpu:0'
 
 
+# Bytes 120, 80, 40, 240. Least loaded task first, first on a tie:
+# a->0 (120, 0); b->1 (120, 80); c->1 (120, 120); d->0 (360, 120). Each
+# other way of counting gives another placement: by elements (30, 10, 10,
+# 30) [0, 1, 1, 1]; by the bytes of a resource handle, a scalar (4, 8, 4,
+# 8), [0, 1, 0, 0]; one a variable, or round-robin, [0, 1, 0, 1]; every
+# load 0 (tf.contrib's count of a handle) [0, 0, 0, 0].
+BALANCED = [('a', [30], tf.float32), ('b', [10], tf.float64),
+            ('c', [10], tf.float32), ('d', [30], tf.float64)]
+BALANCED_TASKS = [0, 1, 1, 0]
+
+
 def test_replica_device_setter_balances_resource_variables_by_bytes(
     resource_variables):
-  """tf.contrib's byte_size_load_fn counted a resource handle (a scalar) as
-  0 bytes, so every resource variable landed on PS task 0."""
+  """Seed: tf.contrib's byte_size_load_fn (the seed's load function)
+  counted a resource variable by its handle, a scalar, so resource variables
+  were not balanced by their size."""
   cluster = tf1.train.ClusterSpec({'ps': ['h:1', 'h:2'], 'worker': ['h:3']})
   with tf.Graph().as_default():
+    strategy = variable_mgr.GreedyLoadBalancingStrategy(2)
     setter = tf1.train.replica_device_setter(
         cluster=cluster, worker_device='/job:worker/task:0',
-        ps_strategy=variable_mgr.GreedyLoadBalancingStrategy(2))
+        ps_strategy=strategy)
     with tf1.device(setter):
-      specs = [('a', [100], tf.float32), ('b', [60], tf.float64),
-               ('c', [50], tf.float32), ('d', [70], tf.float32)]
-      variables = [tf1.get_variable(n, s, d) for n, s, d in specs]
-  # Bytes 400, 480, 200, 280: a->0 (400,0); b->1 (400,480); c->0 (600,480);
-  # d->1 (600,760). By element count d would go to task 0 instead.
+      variables = [tf1.get_variable(n, s, d) for n, s, d in BALANCED]
+  assert all(v.op.type == 'VarHandleOp' for v in variables)
   tasks = [tf.DeviceSpec.from_string(v.device).task for v in variables]
   jobs = set(tf.DeviceSpec.from_string(v.device).job for v in variables)
   assert jobs == {'ps'}
-  assert tasks == [0, 1, 0, 1]
+  assert tasks == BALANCED_TASKS
 
 
 # -- Staging --------------------------------------------------------------------
 
 
 def test_staging_get_is_a_tensor():
-  """Newer TF's StagingArea.get() returns a list; the seed fed it on."""
+  """Seed: newer TF's StagingArea.get() returns a one-item list, which the
+  seed fed on where a tensor is expected."""
   with tf.Graph().as_default():
     area = compat.staging_area(tf.float32, [2])
     value = compat.staging_get(area)
@@ -187,7 +195,7 @@ def test_staging_get_is_a_tensor():
 
 
 def test_staged_ps_runs_with_resource_variables(resource_variables):
-  """The seed's staged PS fails to build with StagingArea.get() lists."""
+  """Seed: the staged PS fails to build with StagingArea.get() lists."""
   test_conformance.check_run('staged_ps', 2)
 
 
@@ -208,9 +216,14 @@ def _staged_model_variable(num_towers=1):
   return bench, mgr, moving, [put]
 
 
-def test_staged_model_variable_read_assign_sub_convert(variable_kind):
+def test_staged_model_variable_of_a_resource_variable(resource_variables):
   """Seed: StagedModelVariable._ref() calls the real variable's _ref(),
-  which resource variables lack."""
+  which resource variables lack: colocating with the wrapper fails."""
+  _check_staged_model_variable('resource')
+
+
+def _check_staged_model_variable(variable_kind):
+  """Reads, colocation, conversion and assign_sub of a StagedModelVariable."""
   with tf.Graph().as_default() as graph:
     bench, mgr, moving, puts = _staged_model_variable()
     real = moving.real_var
@@ -239,11 +252,18 @@ def test_staged_model_variable_read_assign_sub_convert(variable_kind):
 # -- One-shot iterators -------------------------------------------------------------
 
 
-@pytest.mark.parametrize('variable_update', ['parameter_server', 'replicated',
-                                             'independent'])
+@pytest.mark.parametrize('variable_update', ['replicated', 'independent'])
 def test_preprocess_accepts_one_shot_iterators(variable_update):
-  """Seed (Python 3): zip(...) per tower is consumed by the first pass and
-  later passes see nothing. Tower d's loss is sum(w * x_d)."""
+  """Seed: on Python 3 the harness's zip(...) per tower is an iterator that
+  the first pass over the towers consumes, and later passes see nothing
+  (replicated reduces, then pairs the result with the towers' lists;
+  independent hands each apply device a pass of its own)."""
+  _check_one_shot_iterators(variable_update)
+
+
+def _check_one_shot_iterators(variable_update):
+  """Lists, zips and generators give the same gradients to apply. Tower
+  d's loss is sum(w * x_d)."""
   k = 3
   xs = [np.arange(4, dtype=np.float32) + 10 * d for d in range(k)]
   with tf.Graph().as_default() as graph:
@@ -284,28 +304,31 @@ def test_preprocess_accepts_one_shot_iterators(variable_update):
 # -- Batch-norm statistics: tower 0 everywhere ------------------------------------
 
 
-@pytest.mark.parametrize('name', sorted(LOCAL_STRATEGIES))
-def test_retain_tower_updates_tower_zero_only_local(name):
-  """Seed: False for every tower of replicated (and independent)."""
-  k = 3
+def _retained(options, distributed):
+  """retain_tower_updates(d) of every tower (3 local, 2 on a worker)."""
   with tf.Graph().as_default():
-    mgr = variable_mgr.create(
-        benchmark_cnn=variable_mgr.LocalBenchmarkCnn(k),
-        **LOCAL_STRATEGIES[name])
-    assert [mgr.retain_tower_updates(d) for d in range(k)] == [
-        True, False, False]
-
-
-@pytest.mark.parametrize('options', [
-    dict(variable_update='parameter_server'),
-    dict(variable_update='parameter_server', staged_vars=True),
-    dict(variable_update='distributed_replicated')])
-def test_retain_tower_updates_tower_zero_only_distributed(options):
-  with tf.Graph().as_default():
-    host = variable_mgr.ClusterBenchmarkCnn(
-        {'ps': ['h:1', 'h:2'], 'worker': ['h:3', 'h:4']}, 0, 2)
+    if distributed:
+      host = variable_mgr.ClusterBenchmarkCnn(
+          {'ps': ['h:1', 'h:2'], 'worker': ['h:3', 'h:4']}, 0, 2)
+    else:
+      host = variable_mgr.LocalBenchmarkCnn(3)
     mgr = variable_mgr.create(benchmark_cnn=host, **options)
-    assert [mgr.retain_tower_updates(d) for d in range(2)] == [True, False]
+    return [mgr.retain_tower_updates(d) for d in range(host.num_gpus)]
+
+
+@pytest.mark.parametrize('options,distributed', [
+    (LOCAL_STRATEGIES['independent'], False),
+    (LOCAL_STRATEGIES['replicated'], False),
+    (dict(variable_update='distributed_replicated'), True),
+], ids=['independent', 'replicated', 'distributed_replicated'])
+def test_retain_tower_updates_tower_zero_with_tower_copies(options,
+                                                           distributed):
+  """Seed: False for every tower of the strategies with a copy of the
+  variables a tower, so a harness kept no tower's statistics (or, as the
+  seed's harness ended up doing, the last tower's) while checkpoints and
+  evaluation read tower 0's copy."""
+  expected = [True, False] + ([] if distributed else [False])
+  assert _retained(options, distributed) == expected
 
 
 # -- Checkpoints under canonical names ------------------------------------------
@@ -330,6 +353,8 @@ def _forward_graph(options, num_towers=2, host=None):
 
 @pytest.mark.parametrize('name', sorted(LOCAL_STRATEGIES))
 def test_variables_to_save_have_canonical_names_local(name, variable_kind):
+  """Seed: get_variables_to_save() returned tf.global_variables(), every
+  tower's copy under its own scope, and no names to save them under."""
   graph, _, mgr = _forward_graph(LOCAL_STRATEGIES[name], num_towers=3)
   with graph.as_default():
     to_save = mgr.get_variables_to_save()
@@ -419,6 +444,53 @@ def test_checkpoint_restores_across_strategies(source, target, tmp_path,
       for k in CANONICAL:
         np.testing.assert_array_equal(got[k], saved[k], err_msg='%s %s' %
                                       (d, k))
+
+
+# -- Behaviour the seed already had ----------------------------------------------
+#
+# These pass on the seed as well (under TensorFlow 1.15, which it was written
+# for). A fix of the bugs above must not lose them.
+
+
+def test_local_getter_in_a_scope_keeps_trainable(variable_kind):
+  """The seed kept a tower's copies trainable while moving them to
+  LOCAL_VARIABLES (the towers differentiate them); a getter that made them
+  local variables the way tf.local_variable does (trainable=False) would
+  not."""
+  with tf.Graph().as_default():
+    with tf1.variable_scope(
+        'v0', custom_getter=variable_mgr.OverrideToLocalVariableIfNotPsVar()):
+      tf1.get_variable('w', [3])
+      tf1.get_variable('s', [3], trainable=False)
+    assert _names(LOCAL) == ['v0/s', 'v0/w']
+    assert _names(TRAINABLE) == ['v0/w']
+    assert _names(GLOBAL) == []
+
+
+def test_staged_model_variable_of_a_ref_variable(ref_variables):
+  """What the seed's wrapper did for ref variables, it still does."""
+  _check_staged_model_variable('ref')
+
+
+def test_preprocess_accepts_one_shot_iterators_parameter_server():
+  """The seed's parameter server passed over the towers' iterators once
+  (one apply device), so it took zip(...) per tower; it still does now
+  that the gradients are checked (a pass of their own) first."""
+  _check_one_shot_iterators('parameter_server')
+
+
+@pytest.mark.parametrize('options,distributed', [
+    (LOCAL_STRATEGIES['parameter_server'], False),
+    (LOCAL_STRATEGIES['staged_parameter_server'], False),
+    (dict(variable_update='parameter_server'), True),
+    (dict(variable_update='parameter_server', staged_vars=True), True),
+], ids=['parameter_server', 'staged_parameter_server',
+        'distributed_parameter_server', 'distributed_staged_parameter_server'])
+def test_retain_tower_updates_tower_zero_with_shared_variables(options,
+                                                               distributed):
+  """The seed kept tower 0's statistics with shared variables."""
+  expected = [True, False] + ([] if distributed else [False])
+  assert _retained(options, distributed) == expected
 
 
 # -- The ref-variable race ------------------------------------------------------
