@@ -468,3 +468,80 @@ def test_checkpoint_variable_of_another_shape(tmp_path):
   assert "'layer1/w1' with shape (3, 2)" in message
   assert "model's has shape (4, 2)" in message
   assert 'fresh train_dir' in message
+
+
+# -- accumulation_dtype ---------------------------------------------------------
+
+
+@pytest.mark.parametrize('name', ['parameter_server', 'replicated'])
+@pytest.mark.parametrize('dtype,typed', [
+    ('int32', "'int32'"), ('bogus', "'bogus'"), (tf.int64, 'tf.int64')])
+def test_bad_accumulation_dtype(name, dtype, typed):
+  with raises_before_graph(errors.InvalidOptionError,
+                           'accumulation_dtype=%s' % typed,
+                           'must be a floating dtype', "'float32'",
+                           'or None'):
+    variable_mgr.create(name, _host(), accumulation_dtype=dtype)
+
+
+def test_independent_refuses_an_accumulation_dtype():
+  with raises_before_graph(errors.InvalidOptionError,
+                           "accumulation_dtype='float32' with independent",
+                           'never combine gradients',
+                           'leave accumulation_dtype unset'):
+    variable_mgr.create('independent', _host(), accumulation_dtype='float32')
+
+
+# -- collective_all_reduce's post-init broadcast ------------------------------
+
+
+def _collective_towers(variables_by_tower):
+  """A collective_all_reduce manager of worker 0 of 2, tower d holding the
+  variables `variables_by_tower[d]` ({name: get_variable kwargs})."""
+  host = variable_mgr.ClusterBenchmarkCnn(
+      {'ps': ['h:1'], 'worker': ['h:2', 'h:3']}, 0, len(variables_by_tower))
+  mgr = variable_mgr.create('collective_all_reduce', host)
+  host.devices = mgr.get_devices()
+  for d, variables in enumerate(variables_by_tower):
+    with mgr.create_outer_variable_scope(d), tf1.device(host.devices[d]):
+      for name, kwargs in sorted(variables.items()):
+        tf1.get_variable(name, **kwargs)
+  return mgr
+
+
+def test_collective_post_init_tower_lacking_a_variable():
+  with tf.Graph().as_default():
+    mgr = _collective_towers([{'w': dict(shape=[2]), 'x': dict(shape=[3])},
+                              {'w': dict(shape=[2])}])
+    with pytest.raises(errors.ProtocolError) as info:
+      mgr.get_post_init_ops()
+  message = str(info.value)
+  assert 'tower 1 has no variable x but tower 0 has' in message
+  assert 'every tower must build the same model' in message
+
+
+def test_collective_post_init_variable_of_unknown_shape():
+  with tf.Graph().as_default():
+    unknown = tf1.placeholder_with_default(tf.zeros([4]), shape=[None])
+    kwargs = dict(initializer=unknown, validate_shape=False)
+    mgr = _collective_towers([{'u': kwargs}, {'u': kwargs}])
+    with pytest.raises(errors.GradientShapeError) as info:
+      mgr.get_post_init_ops()
+  message = str(info.value)
+  assert 'variable v0/u has shape (None,)' in message
+  assert 'a broadcast needs a fully defined shape' in message
+
+
+# -- All-reduce specs -------------------------------------------------------------
+
+
+def test_all_reduce_of_a_spec_without_ranges():
+  from variable_mgr.allreduce import errors as allreduce_errors  # pylint: disable=g-import-not-at-top
+  from variable_mgr.allreduce import spec as spec_lib  # pylint: disable=g-import-not-at-top
+  with tf.Graph().as_default() as graph:
+    tensors = [[tf1.placeholder(tf.float32, [2])] for _ in range(2)]
+    before = len(graph.get_operations())
+    with pytest.raises(allreduce_errors.AllReduceSpecError) as info:
+      spec_lib.build_all_reduce([], tensors, ['/cpu:0', '/cpu:1'])
+    assert len(graph.get_operations()) == before
+  assert "'' at position 0: the spec has no ranges" in str(info.value)
