@@ -1,0 +1,412 @@
+"""Puts known bugs back into a copy of the library and expects tests to fail.
+
+    python tests/mutation_check.py              # every mutation
+    python tests/mutation_check.py --only NAME  # one (repeat for more)
+    python tests/mutation_check.py --list       # the names
+
+Each entry of MUTATIONS is a bug the library fixed (or one a regression
+would bring in) and the tests that guard against it. For each, the check
+copies the repository (the files git tracks or would track, as they are in
+the working tree) to a temporary directory, replaces `old` by `new` in
+`path` there, and runs the entry's tests in the copy with
+`python -m pytest -q -x -p no:cacheprovider`. The mutation is caught when
+pytest reports a failed test (exit status 1); anything else (every test
+passing, an error before the tests ran, a node id that does not exist) is a
+miss. Before any mutation the listed tests must pass on the unmutated copy,
+or a failure would prove nothing.
+
+An `old` text must occur exactly once in its file: when the code changes
+under an entry, the check refuses it by name instead of silently testing
+nothing. Fix the entry (or drop it with the code it guarded).
+
+Exit status 0 when every mutation is caught, 1 otherwise. It takes some
+minutes (one pytest run a mutation), so CI does not run it.
+
+To add a mutation, append a dict with the five keys below to MUTATIONS.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A pytest run longer than this counts as a miss (a hang is no proof).
+RUN_TIMEOUT_SECS = 900
+
+SEED_BUGS = 'tests/test_seed_bugs.py::'
+PLACEMENT = 'tests/test_placement_graphs.py::'
+
+# name: what the bug is; path: the library file; old: the exact text there;
+# new: the text that brings the bug back; tests: pytest node ids, at least
+# one of which must fail.
+MUTATIONS = [
+    # -- Byte balancing over PS tasks -------------------------------------------
+    dict(name='balance-round-robin',
+         path='variable_mgr/placement.py',
+         old='    task = _least_loaded(self._loads)\n',
+         new='    task = self._next = (getattr(self, \'_next\', -1) + 1) % len(\n'
+             '        self._loads)\n',
+         tests=[SEED_BUGS + 'test_replica_device_setter_balances_resource_'
+                'variables_by_bytes',
+                PLACEMENT + 'test_greedy_strategy_uses_its_load_function',
+                PLACEMENT + 'test_distributed_ps_balances_variables_by_bytes']),
+    dict(name='balance-load-one',
+         path='variable_mgr/placement.py',
+         old='  return variable_op_num_elements(op) * dtype.base_dtype.size\n',
+         new='  return 1\n',
+         tests=[SEED_BUGS + 'test_replica_device_setter_balances_resource_'
+                'variables_by_bytes',
+                PLACEMENT + 'test_byte_size_load_fn_counts_bytes',
+                PLACEMENT + 'test_distributed_ps_balances_variables_by_bytes']),
+    dict(name='balance-by-elements',
+         path='variable_mgr/placement.py',
+         old='  return variable_op_num_elements(op) * dtype.base_dtype.size\n',
+         new='  return variable_op_num_elements(op)\n',
+         tests=[SEED_BUGS + 'test_replica_device_setter_balances_resource_'
+                'variables_by_bytes',
+                PLACEMENT + 'test_distributed_ps_balances_variables_by_bytes']),
+    # tf.contrib's byte_size_load_fn read the op's output: for a resource
+    # variable, its handle (a scalar).
+    dict(name='balance-resource-handle-bytes',
+         path='variable_mgr/placement.py',
+         old='  return variable_op_num_elements(op) * dtype.base_dtype.size\n',
+         new='  return _num_elements(op.outputs[0].shape) * dtype.base_dtype.size\n',
+         tests=[SEED_BUGS + 'test_replica_device_setter_balances_resource_'
+                'variables_by_bytes',
+                PLACEMENT + 'test_byte_size_load_fn_counts_bytes']),
+    dict(name='balance-last-on-a-tie',
+         path='variable_mgr/placement.py',
+         old='  return min(range(len(loads)), key=lambda i: loads[i])\n',
+         new='  return max(range(len(loads)), key=lambda i: (-loads[i], i))\n',
+         tests=[SEED_BUGS + 'test_replica_device_setter_balances_resource_'
+                'variables_by_bytes',
+                PLACEMENT + 'test_greedy_strategy_uses_its_load_function']),
+
+    # -- The seed's bugs (tests/test_seed_bugs.py) ------------------------------
+    dict(name='seed-local-getter-collections-unbound',
+         path='variable_mgr/placement.py',
+         old="    collections = kwargs.get('collections')\n",
+         new="    collections = kwargs['collections']\n",
+         tests=[SEED_BUGS + 'test_local_getter_without_collections_kwarg']),
+    dict(name='seed-local-getter-remove-global',
+         path='variable_mgr/placement.py',
+         old='    collections = [c for c in collections if c != '
+             'tf.GraphKeys.GLOBAL_VARIABLES]\n',
+         new='    collections.remove(tf.GraphKeys.GLOBAL_VARIABLES)\n',
+         tests=[SEED_BUGS + 'test_local_getter_with_collections_lacking_'
+                'global']),
+    dict(name='seed-local-getter-ps-var-drops-name',
+         path='variable_mgr/placement.py',
+         old='    if name.startswith(PS_SHADOW_VAR_PREFIX):\n'
+             '      return getter(name, *args, **kwargs)\n',
+         new='    if name.startswith(PS_SHADOW_VAR_PREFIX):\n'
+             '      return getter(*args, **kwargs)\n',
+         tests=[SEED_BUGS + 'test_local_getter_ps_var_keeps_name_and_global']),
+    # Not a seed bug: a local getter written like tf.local_variable.
+    dict(name='local-getter-not-trainable',
+         path='variable_mgr/placement.py',
+         old="    kwargs['collections'] = collections\n",
+         new="    kwargs['collections'] = collections\n"
+             "    kwargs['trainable'] = False\n",
+         tests=[SEED_BUGS + 'test_local_getter_in_a_scope_keeps_trainable']),
+    dict(name='seed-caching-device-unknown-shape',
+         path='variable_mgr/placement.py',
+         old='  if shape is None:\n    return 0\n'
+             '  count = tf.TensorShape(shape).num_elements()\n'
+             '  return 0 if count is None else count\n',
+         new='  return tf.TensorShape(shape).num_elements()\n',
+         tests=[SEED_BUGS + 'test_caching_device_unknown_shape_goes_to_small_'
+                'device']),
+    dict(name='seed-device-setter-ignores-var-handle-op',
+         path='variable_mgr/placement.py',
+         old='    if op.type not in compat.VARIABLE_OP_TYPES:\n',
+         new="    if op.type not in ('Variable', 'VariableV2'):\n",
+         tests=[SEED_BUGS + 'test_param_server_device_setter_spreads_resource_'
+                'variables']),
+    dict(name='seed-staging-get-list',
+         path='variable_mgr/compat.py',
+         old='  if isinstance(value, (list, tuple)):\n    (value,) = value\n',
+         new='',
+         tests=[SEED_BUGS + 'test_staging_get_is_a_tensor',
+                SEED_BUGS + 'test_staged_ps_runs_with_resource_variables']),
+    dict(name='seed-staged-model-variable-ref',
+         path='variable_mgr/staging.py',
+         old='    return compat.to_ref_or_handle(self.real_var)\n',
+         new='    return self.real_var._ref()  # pylint: disable=protected-access\n',
+         tests=[SEED_BUGS + 'test_staged_model_variable_of_a_resource_'
+                'variable']),
+    # The strategies get the towers' iterators, which the checks consumed.
+    dict(name='seed-one-shot-zip-strategy',
+         path='variable_mgr/base.py',
+         old='    apply_devices, payload = self._preprocess(towers)\n',
+         new='    apply_devices, payload = self._preprocess(device_grads)\n',
+         tests=[SEED_BUGS + 'test_preprocess_accepts_one_shot_iterators']),
+    dict(name='seed-one-shot-zip-state',
+         path='variable_mgr/base.py',
+         old='GradientState(apply_devices, towers, payload,',
+         new='GradientState(apply_devices, device_grads, payload,',
+         tests=[SEED_BUGS + 'test_preprocess_accepts_one_shot_iterators_'
+                'parameter_server']),
+    dict(name='seed-retain-tower-updates',
+         path='variable_mgr/base.py',
+         old='    return device_num == 0\n',
+         new='    return device_num == 0 and not self.each_tower_has_variables()\n',
+         tests=[SEED_BUGS + 'test_retain_tower_updates_tower_zero_with_tower_'
+                'copies']),
+    dict(name='seed-checkpoint-names-not-canonical',
+         path='variable_mgr/base.py',
+         old='      name = self._canonical_name(strip_port(var.op.name))\n',
+         new='      name = strip_port(var.op.name)\n',
+         tests=[SEED_BUGS + 'test_variables_to_save_have_canonical_names_local',
+                SEED_BUGS + 'test_checkpoint_restores_across_strategies']),
+    dict(name='seed-distributed-replicated-saves-locals',
+         path='variable_mgr/strategies/distributed_replicated.py',
+         old='    return tf.global_variables() + tf.local_variables()\n',
+         new='    return tf.local_variables()\n',
+         tests=[SEED_BUGS + 'test_variables_to_save_distributed_replicated_'
+                'are_masters']),
+
+    # -- NCCL (tests/test_placement_graphs.py) ----------------------------------
+    dict(name='nccl-outputs-reversed',
+         path='variable_mgr/aggregation.py',
+         old='zip(devices, grad_and_vars, summed)',
+         new='zip(devices, grad_and_vars, summed[::-1])',
+         tests=[PLACEMENT + 'test_nccl_graph_one_all_reduce_per_tower_and_'
+                'gradient']),
+    dict(name='replicated-mean-not-scaled',
+         path='variable_mgr/strategies/replicated.py',
+         old='    factor = 1.0 / len(devices) if self.use_mean else None\n',
+         new='    factor = None\n',
+         tests=[PLACEMENT + 'test_nccl_graph_one_all_reduce_per_tower_and_'
+                'gradient']),
+
+    # -- Batch-norm statistics are not staged (tests/test_batch_norm.py) -------
+    # The seed's getter: a statistic read through a staging area of its own.
+    dict(name='staged-statistics',
+         path='variable_mgr/staging.py',
+         old='      return real_var  # Statistics are read directly (see module '
+             'doc).\n',
+         new='      with tf.device(self.devices[self.device_num]):\n'
+             '        area = compat.staging_area(real_var.dtype.base_dtype,\n'
+             '                                   real_var.shape)\n'
+             '        put_op = area.put([compat.snapshot(real_var)])\n'
+             '        get_op = compat.staging_get(area)\n'
+             '      staging_ops[name] = (put_op, get_op)\n'
+             '      return StagedModelVariable(real_var, get_op,\n'
+             '                                 self.variable_mgr)\n',
+         tests=['tests/test_batch_norm.py::test_statistics_are_not_staged']),
+
+    # -- Errors (tests/test_errors.py) ------------------------------------------
+    dict(name='accumulation-dtype-integer-accepted',
+         path='variable_mgr/base.py',
+         old='  if result is None or not result.is_floating:\n',
+         new='  if result is None:\n',
+         tests=['tests/test_errors.py::test_bad_accumulation_dtype']),
+    dict(name='independent-takes-accumulation-dtype',
+         path='variable_mgr/strategies/independent.py',
+         old='      if value is not None:\n',
+         new="      if value is not None and name == 'reduction':\n",
+         tests=['tests/test_errors.py::test_independent_refuses_an_'
+                'accumulation_dtype']),
+    # -- The host interface (tests/test_errors.py) -----------------------------
+    dict(name='interface-inherited-stub-counts',
+         path='variable_mgr/interface.py',
+         old='           if _is_documentation_only(getattr(benchmark_cnn, a))]\n',
+         new='           if False]\n',
+         tests=['tests/test_errors.py::test_distributed_replicated_host_'
+                'inheriting_the_barrier_stub']),
+]
+
+
+def _repository_files():
+  """Paths (relative to REPO) that git tracks or would track."""
+  out = subprocess.check_output(
+      ['git', 'ls-files', '--cached', '--others', '--exclude-standard', '-z'],
+      cwd=REPO)
+  return [p for p in out.decode('utf-8').split('\0') if p]
+
+
+def _copy_repository(files, destination):
+  for path in files:
+    source = os.path.join(REPO, path)
+    if not os.path.isfile(source):
+      continue  # Deleted in the working tree.
+    target = os.path.join(destination, path)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    shutil.copy2(source, target)
+
+
+def check_entries(mutations):
+  """Problems of the entries themselves: a bad key, or an `old` text that
+  does not occur exactly once in the working tree's file."""
+  problems = []
+  for m in mutations:
+    keys = set(m)
+    if keys != {'name', 'path', 'old', 'new', 'tests'}:
+      problems.append('%s: keys %s, expected name, path, old, new, tests'
+                      % (m.get('name'), sorted(keys)))
+      continue
+    if not m['tests']:
+      problems.append('%s: no tests listed' % m['name'])
+    path = os.path.join(REPO, m['path'])
+    if not os.path.isfile(path):
+      problems.append('%s: %s does not exist' % (m['name'], m['path']))
+      continue
+    with open(path) as f:
+      count = f.read().count(m['old'])
+    if count != 1:
+      problems.append('%s: the old text occurs %d times in %s (must be '
+                      'once); the code changed under this entry:\n%s'
+                      % (m['name'], count, m['path'],
+                         _indent(m['old'])))
+  names = [m.get('name') for m in mutations]
+  for name in sorted(set(n for n in names if names.count(n) > 1)):
+    problems.append('%s: two entries have this name' % name)
+  return problems
+
+
+def _indent(text):
+  return '\n'.join('    | ' + line for line in text.splitlines())
+
+
+def _environment(copy):
+  env = dict(os.environ)
+  env['PYTHONPATH'] = copy + (os.pathsep + env['PYTHONPATH']
+                              if env.get('PYTHONPATH') else '')
+  env['PYTHONDONTWRITEBYTECODE'] = '1'
+  env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  env.pop('TF_CONFIG', None)
+  return env
+
+
+def _check_imports_copy(copy):
+  """Refuses to go on if `import variable_mgr` in the copy would load the
+  working tree's package (an editable install that wins over PYTHONPATH)."""
+  found = subprocess.check_output(
+      [sys.executable, '-c',
+       'import variable_mgr, os; print(os.path.realpath(variable_mgr.__file__))'],
+      cwd=copy, env=_environment(copy), universal_newlines=True).strip()
+  if not found.startswith(os.path.realpath(copy) + os.sep):
+    raise SystemExit('mutation check: in the copy, variable_mgr is imported '
+                     'from %s, not from the copy; cannot test mutations.'
+                     % found)
+
+
+def run_tests(copy, tests):
+  """(pytest exit status or None on timeout, output) of `tests` in `copy`."""
+  command = [sys.executable, '-m', 'pytest', '-q', '-x', '-p',
+             'no:cacheprovider'] + list(tests)
+  try:
+    result = subprocess.run(
+        command, cwd=copy, env=_environment(copy), stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        universal_newlines=True, timeout=RUN_TIMEOUT_SECS)
+  except subprocess.TimeoutExpired as e:
+    return None, e.output or ''
+  return result.returncode, result.stdout
+
+
+def _failed_tests(output):
+  return [line.split(' ', 2)[1] for line in output.splitlines()
+          if line.startswith(('FAILED ', 'ERROR ')) and ' ' in line]
+
+
+def _tail(output, lines=15):
+  return _indent('\n'.join(output.rstrip().splitlines()[-lines:]))
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(
+      description='Put known bugs back into a copy of the library and '
+      'expect their tests to fail.')
+  parser.add_argument('--only', action='append', default=[], metavar='NAME',
+                      help='run this mutation only (may repeat)')
+  parser.add_argument('--list', action='store_true',
+                      help='print the mutation names and exit')
+  parser.add_argument('--verbose', action='store_true',
+                      help='print the end of pytest\'s output for every '
+                      'mutation, to see why its tests failed')
+  parser.add_argument('--no-baseline', action='store_true',
+                      help='skip the run of every listed test on the '
+                      'unmutated copy')
+  args = parser.parse_args(argv)
+
+  if args.list:
+    for m in MUTATIONS:
+      print('%-45s %s' % (m['name'], m['path']))
+    return 0
+  unknown = [n for n in args.only if n not in [m['name'] for m in MUTATIONS]]
+  if unknown:
+    print('mutation check: no mutation named %s; see --list.'
+          % ', '.join(unknown))
+    return 1
+  chosen = [m for m in MUTATIONS if not args.only or m['name'] in args.only]
+  problems = check_entries(chosen)
+  if problems:
+    print('mutation check: entries that cannot be applied:')
+    for problem in problems:
+      print('  ' + problem)
+    return 1
+
+  files = _repository_files()
+  work = tempfile.mkdtemp(prefix='variable_mgr_mutation_')
+  results = []
+  try:
+    baseline = os.path.join(work, 'baseline')
+    _copy_repository(files, baseline)
+    _check_imports_copy(baseline)
+    if not args.no_baseline:
+      tests = []
+      for m in chosen:
+        tests.extend(t for t in m['tests'] if t not in tests)
+      start = time.time()
+      status, output = run_tests(baseline, tests)
+      if status != 0:
+        print('mutation check: the listed tests do not pass on the unmutated '
+              'copy (pytest exit status %s): a failure under a mutation would '
+              'prove nothing.\n%s' % (status, _tail(output)))
+        return 1
+      print('baseline: %d tests pass unmutated (%.0fs)'
+            % (len(tests), time.time() - start))
+    for m in chosen:
+      copy = os.path.join(work, m['name'])
+      _copy_repository(files, copy)
+      path = os.path.join(copy, m['path'])
+      with open(path) as f:
+        text = f.read()
+      with open(path, 'w') as f:
+        f.write(text.replace(m['old'], m['new'], 1))
+      start = time.time()
+      status, output = run_tests(copy, m['tests'])
+      seconds = time.time() - start
+      if status == 1:
+        verdict = 'caught by %s' % ', '.join(_failed_tests(output)[:1] or
+                                             ['a failed test'])
+      elif status is None:
+        verdict = 'MISSED: the tests ran longer than %ds' % RUN_TIMEOUT_SECS
+      elif status == 0:
+        verdict = 'MISSED: every listed test passed'
+      else:
+        verdict = ('MISSED: pytest exit status %d (the tests did not run):\n%s'
+                   % (status, _tail(output)))
+      results.append((m['name'], status == 1))
+      print('%-45s %s (%.0fs)' % (m['name'], verdict, seconds))
+      if args.verbose and status == 1:
+        print(_tail(output))
+      sys.stdout.flush()
+      shutil.rmtree(copy, ignore_errors=True)
+  finally:
+    shutil.rmtree(work, ignore_errors=True)
+  missed = [name for name, caught in results if not caught]
+  print('%d of %d mutations caught%s' % (
+      len(results) - len(missed), len(results),
+      '; missed: ' + ', '.join(missed) if missed else ''))
+  return 1 if missed else 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())
