@@ -14,9 +14,11 @@ process): their kernels `set_output` their input tensor. The update kernels
 that buffer in place (`ctx->mutable_input`, training_op_helpers.h). So an
 update of `v` is safe once every op that consumes an alias of `v`'s buffer
 has run: those are the *readers* of `v`. They are found by walking the
-graph from the variable through the forwarding ops above
-(`FORWARDING_OP_TYPES`); every other consumer counts as a reader, including
-ops this module does not know (safe by default). Ops that store a tensor
+graph from the variable through the ops that pass a tensor on
+(`FORWARDING_OP_TYPES`, not readers themselves) and those that may
+(`MAY_FORWARD_OP_TYPES`, readers whose outputs are followed too); every
+other consumer counts as a reader, including ops this module does not know
+(safe by default). Ops that store a tensor
 (queues, staging areas, TensorArrays) keep the alias past their run: the
 library's own staged puts store a copy (`compat.snapshot`).
 
