@@ -169,8 +169,9 @@ def build_ours(label, workload, towers):
   """One of the package's strategies through the package's harness."""
   import variable_mgr  # pylint: disable=g-import-not-at-top
   from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
   host = variable_mgr.LocalBenchmarkCnn(towers)
-  config = harness.BenchmarkConfig(
+  config = run_config.BenchmarkConfig(
       model=workload, num_gpus=towers, batch_size=BATCH_SIZE[workload],
       **STRATEGIES[label]).resolved()
   start = time.perf_counter()
@@ -195,9 +196,10 @@ def build_mirrored(workload, towers):
   tf = tf2.compat.v1
   from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
   from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
   model = models.get_model(workload)
-  config = harness.BenchmarkConfig(model=workload,
-                                   batch_size=BATCH_SIZE[workload]).resolved()
+  config = run_config.BenchmarkConfig(
+      model=workload, batch_size=BATCH_SIZE[workload]).resolved()
   devices = ['/cpu:%d' % i for i in range(towers)]
   graph = tf.Graph()
   start = time.perf_counter()

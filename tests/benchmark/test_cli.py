@@ -15,6 +15,8 @@ import variable_mgr
 from variable_mgr.benchmark import cli
 from variable_mgr.benchmark import flags as cli_flags
 from variable_mgr.benchmark import harness
+from variable_mgr.benchmark import local_run
+from variable_mgr.benchmark import run_config
 from variable_mgr.benchmark import models
 
 tf = _tf.compat.v1
@@ -110,10 +112,10 @@ def test_checkpoint_restores(strategy, tmp_path):
   assert len(saved) == 3  # global_step and the model's weights and biases.
 
   # Restore into a fresh graph; every tower's copy must equal the checkpoint.
-  config = harness.BenchmarkConfig(
+  config = run_config.BenchmarkConfig(
       model='trivial', variable_update=strategy, num_gpus=2, batch_size=4,
       train_dir=train_dir).resolved()
-  host, session_config = cli.make_host(config)
+  host, session_config = local_run.make_host(config)
   g = harness.build_training_graph(config, host)
   with tf.Session(graph=g.graph, config=session_config) as sess:
     sess.run(g.init_op)

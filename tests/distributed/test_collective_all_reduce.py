@@ -21,8 +21,8 @@ from variable_mgr import errors
 from variable_mgr.benchmark import cli
 from variable_mgr.benchmark import distributed
 from variable_mgr.benchmark import flags as cli_flags
-from variable_mgr.benchmark import harness
 from variable_mgr.benchmark import launcher
+from variable_mgr.benchmark import run_config
 from variable_mgr.strategies import collective_all_reduce
 
 tf = _tf.compat.v1
@@ -346,7 +346,7 @@ def test_options_of_other_strategies(option, value):
 
 
 def test_runner_refuses_asynchronous_steps():
-  config = harness.BenchmarkConfig(variable_update='collective_all_reduce')
+  config = run_config.BenchmarkConfig(variable_update='collective_all_reduce')
   with pytest.raises(distributed.ClusterOptionsError) as info:
     distributed._check_options(config, False)  # pylint: disable=protected-access
   assert 'collective_all_reduce' in str(info.value)

@@ -122,16 +122,17 @@ def run_compare(args, log=print):
     The list of Rows.
   """
   from variable_mgr import errors  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import cli  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark import local_run  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
 
   towers = sorted(set([1] + list(args.compare_towers)))
   runs = [(s, k) for s in args.compare_strategies for k in towers]
   speeds, outcomes = {}, {}
   for i, (strategy, k) in enumerate(runs):
     progress_bar(i, len(runs), '%s x%d' % (strategy, k))
-    config = cli.config_from_args(args, variable_update=strategy, num_gpus=k)
+    config = run_config.from_args(args, variable_update=strategy, num_gpus=k)
     try:
-      result = cli.run_one(config, log=lambda *_: None)
+      result = local_run.run_one(config, log=lambda *_: None)
     except errors.VariableMgrError as e:
       outcomes[(strategy, k)] = str(e)
       continue

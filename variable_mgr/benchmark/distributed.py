@@ -61,6 +61,8 @@ import time
 from variable_mgr import errors
 from variable_mgr.benchmark import exit_status
 from variable_mgr.benchmark import flags
+from variable_mgr.benchmark import output
+from variable_mgr.benchmark import run_config
 from variable_mgr.benchmark import tf_config
 
 # How often PS tasks and asynchronous workers probe their peers.
@@ -572,7 +574,6 @@ def run_worker(spec, config, options, log=print):
     TaskFailedError: another task died, or a call outlived its deadline.
   """
   import variable_mgr  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
   from variable_mgr.compat import tf  # pylint: disable=g-import-not-at-top
 
   sync = options.cross_replica_sync
@@ -581,7 +582,7 @@ def run_worker(spec, config, options, log=print):
   host = variable_mgr.ClusterBenchmarkCnn(
       spec.cluster_dict(), spec.task_index, config.num_gpus, config.device,
       config.local_parameter_device)
-  harness._print_header(config, host, log)  # pylint: disable=protected-access
+  output.print_header(config, host, log)
   log('Cluster:     %s of %d PS + %d workers, %s' % (
       spec.name, len(spec.ps_hosts), spec.num_workers,
       'synchronous' if sync else 'asynchronous'))
@@ -683,7 +684,7 @@ def run_worker(spec, config, options, log=print):
       step_times.append(elapsed)
       losses.append(float(out['loss']))
       if step == 0 or (step + 1) % config.display_every == 0:
-        log('%i\t%s\t%.3f' % (step + 1, harness.perf_timing_str(
+        log('%i\t%s\t%.3f' % (step + 1, output.perf_timing_str(
             global_batch, step_times), losses[-1]))
     if step_times:
       total_seconds = time.time() - loop_start
@@ -693,7 +694,7 @@ def run_worker(spec, config, options, log=print):
     call(g.done_op, 'telling the PS tasks this worker finished')
   sess.close()
 
-  images_per_sec = harness.report_throughput(global_batch, step_times,
+  images_per_sec = output.report_throughput(global_batch, step_times,
                                              total_seconds, log)
   return collections.OrderedDict([
       ('task', spec.name),
@@ -758,11 +759,9 @@ def run_task(args, environ=None, log=print):
         '--worker_hosts, set TF_CONFIG, or use --launch_local_cluster.')
   if spec.job_name == 'ps':
     return run_ps(spec, args, log)
-  from variable_mgr.benchmark import cli  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
-  results = run_worker(spec, cli.config_from_args(args), args, log)
+  results = run_worker(spec, run_config.from_args(args), args, log)
   if args.output:
-    harness.write_json(args.output, results)
+    output.write_json(args.output, results)
   return 0
 
 

@@ -32,6 +32,7 @@ import time
 
 from variable_mgr.benchmark import distributed
 from variable_mgr.benchmark import exit_status
+from variable_mgr.benchmark import output
 from variable_mgr.benchmark import tf_config
 
 LOOPBACK = '127.0.0.1'
@@ -307,6 +308,5 @@ def _report(cluster, args, out):
     out.write('cluster: no timed batches\n')
   out.write('-' * 64 + '\n')
   if args.output:
-    from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
-    harness.write_json(args.output, summary)
+    output.write_json(args.output, summary)
   return 0

@@ -1,4 +1,4 @@
-"""A one-machine cluster for the distributed strategies.
+"""A one-machine cluster inside this process, for the distributed strategies.
 
 `distributed_replicated` keeps its master variables on parameter-server
 tasks, so it needs a `tf.train.ClusterSpec`. `LocalClusterHost` starts one PS

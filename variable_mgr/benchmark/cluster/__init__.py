@@ -1,0 +1,1 @@
+"""The benchmark across a ps/worker cluster on TensorFlow's gRPC runtime."""

@@ -1,0 +1,206 @@
+"""One local run: a host for the config, a session, the timed steps.
+
+`run(args)` is the command without cluster flags or `--compare`; `run_one`
+runs one BenchmarkConfig and returns its results (the sweep calls it for
+every configuration).
+"""
+
+import collections
+import os
+import time
+
+import variable_mgr
+from variable_mgr import checkpoint
+from variable_mgr.allreduce import traffic as traffic_lib
+from variable_mgr.benchmark import harness
+from variable_mgr.benchmark import output
+from variable_mgr.benchmark import run_config
+from variable_mgr.benchmark.cluster import in_process
+from variable_mgr.compat import tf
+
+
+def run(args, log=print):
+  """Runs the parsed flags' configuration; writes `--output`; returns 0."""
+  results = run_one(run_config.from_args(args), log)
+  if args.output:
+    output.write_json(args.output, results)
+  return 0
+
+
+def make_host(config):
+  """The BenchmarkCnn-like host, session target and session config.
+
+  distributed_replicated gets a one-machine cluster (one PS task, one
+  worker task); every other strategy a local host.
+
+  Raises:
+    VariableMgrError: a bad tower count or device name.
+  """
+  if config.variable_update == 'distributed_replicated':
+    host = in_process.LocalClusterHost(config.num_gpus, config.device,
+                                       config.local_parameter_device)
+    return host, host.session_config()
+  host = variable_mgr.LocalBenchmarkCnn(config.num_gpus, config.device,
+                                        config.local_parameter_device)
+  cpus = config.num_gpus if config.device == 'cpu' else 1
+  return host, tf.ConfigProto(device_count={'CPU': cpus})
+
+
+def run_one(config, log=print):
+  """Runs one configuration; returns the results dict of run_benchmark."""
+  host, session_config = make_host(config)
+  # Servers start once the graph is built: a refused configuration starts
+  # none.
+  target = getattr(host, 'start', '')
+  return run_benchmark(config, host, session_target=target,
+                       session_config=session_config, log=log)
+
+
+def run_benchmark(config, host, session_target='', session_config=None,
+                  log=print):
+  """Builds the graph, trains, and returns the results.
+
+  Args:
+    config: a BenchmarkConfig (model defaults filled in here).
+    host: the BenchmarkCnn-like object for the towers.
+    session_target: '' for an in-process session, a server's target, or a
+      function called once the graph is built that returns the target (to
+      start servers only for a configuration the manager accepts).
+    session_config: the ConfigProto of the session (virtual CPU count).
+    log: called with each progress line.
+
+  Returns:
+    A dict: images_per_sec (None without timed batches), final_loss,
+    losses (one per timed batch), global_step, restored_from, build_seconds,
+    and the resolved config.
+
+  Raises:
+    VariableMgrError: the manager refuses the configuration.
+  """
+  config = config.resolved()
+  start = time.time()
+  # Built before anything is printed: a refused configuration prints only
+  # its error.
+  g = harness.build_training_graph(config, host)
+  build_seconds = time.time() - start
+  output.print_header(config, host, log)
+  log('Generated model in %.2f s' % build_seconds)
+  if callable(session_target):
+    session_target = session_target()
+  if config.measure_traffic:
+    # Partition-graph names must be the built graph's: no rewriting.
+    session_config = traffic_lib.meter_config(session_config)
+
+  restored_from = None
+  writer = None
+  step_times, losses = [], []
+  total_seconds = 0.0
+  with tf.Session(target=session_target, graph=g.graph,
+                  config=session_config) as sess:
+    sess.run(g.init_op)
+    if g.saver is not None:
+      restored_from = checkpoint.restore(sess, config.train_dir, g.saved,
+                                         g.saver)
+      if restored_from:
+        log('Restored %s' % restored_from)
+    if g.post_init_op is not None:
+      sess.run(g.post_init_op)
+    fetches = {'train': g.train_op, 'loss': g.loss}
+    if g.staging_put_op is not None:
+      # Fill the staging areas once; every step then gets and puts once.
+      sess.run(g.staging_put_op)
+      fetches['staging'] = g.staging_put_op
+    if g.summary_op is not None:
+      fetches['summary'] = g.summary_op
+      writer = tf.summary.FileWriter(config.summary_dir, g.graph)
+    first_global_step = int(sess.run(g.global_step))
+    # The traced step: the last warm-up batch, or the first timed one.
+    trace_step = -1 if config.num_warmup_batches else 0
+
+    if config.num_warmup_batches:
+      log('Running warm up')
+    global_batch = config.batch_size * host.num_gpus
+    for step in range(-config.num_warmup_batches, config.num_batches):
+      options = run_metadata = None
+      if config.trace_file and step == trace_step:
+        options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        run_metadata = tf.RunMetadata()
+      if step == 0:
+        if config.num_warmup_batches:
+          log('Done warm up')
+        log('Step\tImg/sec\tloss')
+        loop_start = time.time()
+      step_start = time.time()
+      out = sess.run(fetches, options=options, run_metadata=run_metadata)
+      elapsed = time.time() - step_start
+      if run_metadata is not None:
+        _write_trace(config.trace_file, run_metadata)
+      if writer is not None:
+        writer.add_summary(out['summary'], first_global_step +
+                           config.num_warmup_batches + step + 1)
+      if step < 0:
+        continue
+      step_times.append(elapsed)
+      losses.append(float(out['loss']))
+      if step == 0 or (step + 1) % config.display_every == 0:
+        log('%i\t%s\t%.3f' % (step + 1, output.perf_timing_str(
+            global_batch, step_times), losses[-1]))
+    if step_times:
+      total_seconds = time.time() - loop_start
+    traffic = None
+    if config.measure_traffic:
+      traffic = _measure_traffic(sess, fetches, g.gradient_bytes,
+                                 host.num_gpus, log)
+    global_step = int(sess.run(g.global_step))
+    if g.saver is not None:
+      os.makedirs(config.train_dir, exist_ok=True)
+      path = g.saver.save(sess, os.path.join(config.train_dir, 'model.ckpt'),
+                          global_step=global_step)
+      log('Saved %s' % path)
+  if writer is not None:
+    writer.close()
+
+  images_per_sec = output.report_throughput(global_batch, step_times,
+                                            total_seconds, log)
+  return collections.OrderedDict([
+      ('images_per_sec', images_per_sec),
+      ('final_loss', losses[-1] if losses else None),
+      ('losses', losses),
+      ('global_step', global_step),
+      ('restored_from', restored_from),
+      ('build_seconds', build_seconds),
+      ('traffic', traffic),
+      ('config', config._asdict()),
+  ])
+
+
+def _measure_traffic(sess, fetches, gradient_bytes, num_towers, log):
+  """Runs one more step with partition graphs and reports the bytes each
+  device sent and received, beside the ring all-reduce lower bound."""
+  counts = traffic_lib.measure(sess, fetches)
+  bound = traffic_lib.ring_lower_bound(num_towers, gradient_bytes)
+  busiest = traffic_lib.busiest(counts)
+  log('Traffic of one step (bytes sent / received per device):')
+  for device in sorted(counts):
+    log('  %s\t%d / %d' % (device, counts[device].sent_bytes,
+                            counts[device].received_bytes))
+  ratio = busiest / bound if bound else float('nan')
+  log('busiest device: %d bytes; ring lower bound 2(k-1)/k x %d = %d '
+      '(%.2fx)' % (busiest, gradient_bytes, bound, ratio))
+  return collections.OrderedDict([
+      ('per_device', dict((d, c._asdict()) for d, c in counts.items())),
+      ('busiest_bytes', busiest),
+      ('ring_lower_bound_bytes', bound),
+      ('gradient_bytes', gradient_bytes),
+  ])
+
+
+def _write_trace(path, run_metadata):
+  # The timeline module is TF's own Chrome-trace writer (TF 1.15 and 2.x).
+  from tensorflow.python.client import timeline  # pylint: disable=g-import-not-at-top
+  trace = timeline.Timeline(run_metadata.step_stats)
+  directory = os.path.dirname(path)
+  if directory:
+    os.makedirs(directory, exist_ok=True)
+  with open(path, 'w') as f:
+    f.write(trace.generate_chrome_trace_format())

@@ -1,0 +1,57 @@
+"""What a benchmark run prints and writes: tf_cnn_benchmarks' header, step
+lines and closing total, and the results as JSON."""
+
+import json
+import os
+
+import numpy as np
+
+
+def print_header(config, host, log):
+  """tf_cnn_benchmarks' opening lines for a resolved config and its host."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  log('TensorFlow:  %s' % tf.__version__)
+  log('Model:       %s' % config.model)
+  log('Mode:        training')
+  log('Batch size:  %d global' % (config.batch_size * host.num_gpus))
+  log('             %d per device' % config.batch_size)
+  log('Num batches: %d' % config.num_batches)
+  log('Devices:     %s' % list(host.raw_devices))
+  log('Data format: NHWC')
+  log('Optimizer:   %s' % config.optimizer)
+  log('Variables:   %s%s%s' % (config.variable_update,
+                               ' (staged)' if config.staged_vars else '',
+                               ' (nccl)' if config.use_nccl else ''))
+  log('==========')
+
+
+def perf_timing_str(batch_size, step_times):
+  """tf_cnn_benchmarks' 'images/sec: mean +/- err (jitter = j)'."""
+  times = np.array(step_times)
+  speeds = batch_size / times
+  mean = batch_size / np.mean(times)
+  uncertainty = np.std(speeds) / np.sqrt(float(len(speeds)))
+  jitter = 1.4826 * np.median(np.abs(speeds - np.median(speeds)))
+  return 'images/sec: %.1f +/- %.1f (jitter = %.1f)' % (mean, uncertainty,
+                                                        jitter)
+
+
+def report_throughput(global_batch, step_times, total_seconds, log):
+  """Logs tf_cnn_benchmarks' closing `total images/sec` lines; returns
+  that figure (None without timed steps)."""
+  if not step_times:
+    return None
+  images_per_sec = global_batch * len(step_times) / total_seconds
+  log('-' * 64)
+  log('total images/sec: %.2f' % images_per_sec)
+  log('-' * 64)
+  return images_per_sec
+
+
+def write_json(path, results):
+  directory = os.path.dirname(path)
+  if directory:
+    os.makedirs(directory, exist_ok=True)
+  with open(path, 'w') as f:
+    json.dump(results, f, indent=2)
+    f.write('\n')
