@@ -70,7 +70,10 @@ def snapshot(var):
 
 # NCCL and collective ops live under tensorflow.python.ops in TF 1.15 and
 # 2.x alike; they are imported at first use. Only arguments that TF 1.15's
-# signatures have are passed.
+# signatures have are passed: all_reduce(t, group_size, group_key,
+# instance_key, merge_op, final_op), broadcast_send(t, shape, dtype,
+# group_size, group_key, instance_key), broadcast_recv(shape, dtype,
+# group_size, group_key, instance_key).
 
 
 def nccl_all_sum(tensors):
@@ -80,29 +83,104 @@ def nccl_all_sum(tensors):
   return nccl_ops.all_sum(tensors)
 
 
-def collective_all_reduce(tensor, group_size, group_key, instance_key):
-  """`collective_ops.all_reduce` with merge 'Add' and final 'Id' (a sum)."""
-  from tensorflow.python.ops import collective_ops  # pylint: disable=g-import-not-at-top
-  return collective_ops.all_reduce(
-      tensor, group_size=group_size, group_key=group_key,
-      instance_key=instance_key, merge_op='Add', final_op='Id')
+def major_version():
+  """The major release of the installed TensorFlow: 1 or 2."""
+  return int(_tf.__version__.split('.')[0])
 
 
-def collective_broadcast_send(tensor, group_size, group_key, instance_key):
-  """`collective_ops.broadcast_send`: `tensor` to every member of the group;
-  returns `tensor`. The shape must be fully defined."""
+def collectives_lack_half():
+  """Whether this TensorFlow's collective ops refuse float16 at run time.
+
+  Where this was read (tensorflow/core/common_runtime/
+  base_collective_executor.cc): TensorFlow 1.15 builds a CollectiveReduce
+  of float16 and fails its first run on CPU with "CollectiveImplementation
+  does not support datatype 19" (DT_HALF, printed as a number), the
+  default case of BaseCollectiveExecutor::CreateCollective; the file's
+  older form (CreateReducer, CreateBroadcaster) accepts DT_FLOAT,
+  DT_DOUBLE, DT_INT32 and DT_INT64 only, for reductions and broadcasts
+  alike. The 2.x sources list DT_HALF in CreateCollective for every
+  collective and in MakeCollectiveAdapter (2.21's, and an earlier 2.x's
+  that predates 2.12). The releases supported here are 1.15 and 2.12-2.21,
+  so the major version decides.
+  """
+  return major_version() < 2
+
+
+def _collective_dtype(dtype):
+  """The dtype a collective of `dtype` values carries: float16 is widened to
+  float32 where collectives lack half (exact for a broadcast; a sum in
+  float32 rounded once to float16 is at least as close as one in float16)."""
+  if dtype.base_dtype == _tf.float16 and collectives_lack_half():
+    return _tf.float32
+  return dtype.base_dtype
+
+
+def _collective_input(tensor, device):
+  """`tensor` as a collective op takes it on `device`: widened (see
+  `_collective_dtype`), and on `device` if it has no device of its own.
+
+  TF 1.15's collective_ops.all_reduce and broadcast_send refuse a tensor
+  whose `.device` is empty ("Device assignment required for collective
+  ops"), whatever the device scope: the input of a gradient built without an
+  explicit device (device functions that leave it open, soft scopes) gets an
+  identity on `device`. A tensor with a device is passed as it is.
+  """
+  with tf.device(device):
+    wide = _collective_dtype(tensor.dtype)
+    if wide != tensor.dtype.base_dtype:
+      tensor = tf.cast(tensor, wide)
+    if not tensor.device:
+      tensor = tf.identity(tensor)
+  return tensor
+
+
+def collective_all_reduce(tensor, group_size, group_key, instance_key,
+                          device):
+  """`collective_ops.all_reduce` with merge 'Add' and final 'Id' (a sum) of
+  `tensor` on `device`; the result has `tensor`'s dtype (float16 travels as
+  float32 where collectives lack half)."""
   from tensorflow.python.ops import collective_ops  # pylint: disable=g-import-not-at-top
-  return collective_ops.broadcast_send(
-      tensor, tensor.shape, tensor.dtype, group_size, group_key, instance_key)
+  dtype = tensor.dtype.base_dtype
+  with tf.device(device):
+    value = collective_ops.all_reduce(
+        _collective_input(tensor, device), group_size=group_size,
+        group_key=group_key, instance_key=instance_key, merge_op='Add',
+        final_op='Id')
+    if value.dtype != dtype:
+      value = tf.cast(value, dtype)
+  return value
+
+
+def collective_broadcast_send(tensor, group_size, group_key, instance_key,
+                              device):
+  """`collective_ops.broadcast_send`: `tensor` to every member of the group,
+  from `device`; returns `tensor`'s value (in its dtype). The shape must be
+  fully defined."""
+  from tensorflow.python.ops import collective_ops  # pylint: disable=g-import-not-at-top
+  dtype = tensor.dtype.base_dtype
+  with tf.device(device):
+    sent = _collective_input(tensor, device)
+    value = collective_ops.broadcast_send(
+        sent, sent.shape, sent.dtype, group_size, group_key, instance_key)
+    if value.dtype != dtype:
+      value = tf.cast(value, dtype)
+  return value
 
 
 def collective_broadcast_recv(shape, dtype, group_size, group_key,
-                              instance_key):
-  """`collective_ops.broadcast_recv`: the tensor one member of the group
-  sends."""
+                              instance_key, device):
+  """`collective_ops.broadcast_recv` on `device`: the `dtype` tensor one
+  member of the group sends (float16 travels as float32 where collectives
+  lack half, as `collective_broadcast_send` sends it)."""
   from tensorflow.python.ops import collective_ops  # pylint: disable=g-import-not-at-top
-  return collective_ops.broadcast_recv(shape, dtype, group_size, group_key,
-                                       instance_key)
+  dtype = _tf.as_dtype(dtype).base_dtype
+  wide = _collective_dtype(dtype)
+  with tf.device(device):
+    value = collective_ops.broadcast_recv(shape, wide, group_size, group_key,
+                                          instance_key)
+    if wide != dtype:
+      value = tf.cast(value, dtype)
+  return value
 
 
 def to_ref_or_handle(var):

@@ -407,7 +407,10 @@ def collective(tower_tensors, devices, group_key=None, instance_key_start=None):
   from 1 within the graph in build order, so identical graphs built by
   several workers get identical keys. Callers that create other collectives
   in the same graph should pass explicit keys that do not collide. Tensors
-  with no elements skip the collective.
+  with no elements skip the collective. A tensor with no device gets an
+  identity on its tower's device, and float16 travels as float32 on
+  TensorFlow releases whose collectives lack half (see
+  `compat.collective_all_reduce`).
 
   Args:
     tower_tensors: `[tower][tensor]`.
@@ -440,12 +443,9 @@ def collective(tower_tensors, devices, group_key=None, instance_key_start=None):
   def one(i, xs):
     if xs[0].shape.num_elements() == 0:
       return xs
-    outs = []
-    for d in range(k):
-      with tf.device(devices[d]):
-        outs.append(compat.collective_all_reduce(
-            xs[d], k, group_key, instance_key_start + i))
-    return outs
+    return [compat.collective_all_reduce(xs[d], k, group_key,
+                                         instance_key_start + i, devices[d])
+            for d in range(k)]
 
   with tf.name_scope('collective_all_reduce'):
     return _by_index(towers, one)

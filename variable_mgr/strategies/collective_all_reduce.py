@@ -33,7 +33,10 @@ building the same model get matching keys without talking to each other:
 So every worker must build the same model with the same number of towers,
 and a graph holds one such manager (its keys would collide with a second
 one's). Gradients are summed in their own dtype unless `accumulation_dtype`
-widens float16 ones; sparse gradients are made dense first.
+widens float16 ones; sparse gradients are made dense first. On TensorFlow
+releases whose collectives lack half (1.15), float16 gradients and variables
+travel as float32 and come back as float16; a gradient with no device gets an
+identity on its tower's device (see `compat.collective_all_reduce`).
 
 The group's devices find each other through the collective group leader:
 every server and session of the cluster needs
@@ -139,7 +142,8 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
               # releases refuse one).
               if size > 1:
                 g = compat.collective_all_reduce(
-                    g, size, GROUP_KEY, GRADIENT_INSTANCE_KEY_BASE + i)
+                    g, size, GROUP_KEY, GRADIENT_INSTANCE_KEY_BASE + i,
+                    device)
                 if factor is not None:
                   g = aggregation.scale(g, factor)
               if g.dtype != dtype:
@@ -179,10 +183,11 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
           with tf.device(device):
             if d == 0 and self.is_source:
               ops.append(compat.collective_broadcast_send(
-                  var.read_value(), self.group_size, GROUP_KEY, key).op)
+                  var.read_value(), self.group_size, GROUP_KEY, key,
+                  device).op)
             else:
               value = compat.collective_broadcast_recv(
                   shape, var.dtype.base_dtype, self.group_size, GROUP_KEY,
-                  key)
+                  key, device)
               ops.append(var.assign(value, read_value=False))
     return ops
