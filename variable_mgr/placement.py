@@ -8,6 +8,9 @@
   several devices by element count (local PS with --local_parameter_device=gpu).
 - `GreedyLoadBalancingStrategy` and `byte_size_load_fn`: the same by bytes over
   PS tasks, for `tf.train.replica_device_setter` (tf.contrib's are gone).
+- `table_device`, `GatherWithTable` and `replica_device_setter`: a gather of
+  a variable goes to the variable's device, as `tf.nn.embedding_lookup`
+  puts it; `ParamServerDeviceSetter` does so itself.
 
 Ref variables (`VariableV2`) and resource variables (`VarHandleOp`) are both
 recognised; sizes come from the variable's declared shape, and a variable of
@@ -18,6 +21,10 @@ from variable_mgr import compat
 from variable_mgr.compat import tf
 
 PS_SHADOW_VAR_PREFIX = 'ps_var'
+
+# What `tf.gather` of a variable builds: ResourceGather of a resource
+# variable's handle, GatherV2 (Gather before it) of a ref variable's value.
+GATHER_OP_TYPES = frozenset(['Gather', 'GatherV2', 'ResourceGather'])
 
 
 def _least_loaded(loads):
@@ -103,7 +110,7 @@ class ParamServerDeviceSetter(object):
     if op.device:
       return op.device
     if op.type not in compat.VARIABLE_OP_TYPES:
-      return self.worker_device
+      return table_device(op) or self.worker_device
     index = _least_loaded(self.ps_sizes)
     self.ps_sizes[index] += variable_op_num_elements(op)
     return self.ps_devices[index]
@@ -134,3 +141,55 @@ class GreedyLoadBalancingStrategy(object):
     task = _least_loaded(self._loads)
     self._loads[task] += self._load_fn(op)
     return task
+
+
+def table_device(op):
+  """Where the gather `op` of a variable belongs, or None for other ops.
+
+  None unless `op` is a gather (`GATHER_OP_TYPES`) whose params are a
+  variable: a resource variable's handle or a ref variable (their device),
+  or a ref variable's value (the Identity it reads through: the device of
+  that value, the variable's own or its caching device).
+
+  Why: `tf.nn.embedding_lookup` builds its gather under
+  `colocate_with(table)`, so the gather and the gradient ops colocated with
+  it sit on the table's device. A plain `tf.gather` built under a tower's
+  device function gets the tower device instead; the placer moves a
+  ResourceGather to its resource and TensorFlow 2's `tf.gradients`
+  colocates the gradient with the gather, whose ops then carry the tower
+  device: the session refuses the graph ("Cannot colocate nodes ...
+  Gather_grad"), with ref and resource variables alike. TensorFlow 1.15's
+  `tf.gradients` colocates nothing: there the graph runs wherever the gather
+  is.
+  """
+  if op.type not in GATHER_OP_TYPES or not op.inputs:
+    return None
+  source = op.inputs[0].op
+  if (source.type == 'Identity' and source.inputs and
+      source.inputs[0].op.type in compat.VARIABLE_OP_TYPES):
+    return source.device or None
+  if source.type in compat.VARIABLE_OP_TYPES:
+    return source.device or None
+  return None
+
+
+class GatherWithTable(object):
+  """Device function: `device_function`, but a gather of a variable that no
+  scope placed goes to the variable's device (see `table_device`)."""
+
+  def __init__(self, device_function):
+    self.device_function = device_function
+
+  def __call__(self, op):
+    if not op.device:
+      device = table_device(op)
+      if device:
+        return device
+    return self.device_function(op)
+
+
+def replica_device_setter(**kwargs):
+  """`tf.train.replica_device_setter(**kwargs)` wrapped in `GatherWithTable`:
+  gathers of a parameter-server variable run on its PS device, as
+  `embedding_lookup`'s do."""
+  return GatherWithTable(tf.train.replica_device_setter(**kwargs))
