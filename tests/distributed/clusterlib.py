@@ -1,10 +1,22 @@
 """Helpers for tests that run real clusters on 127.0.0.1.
 
-`Launch` runs `--launch_local_cluster` as a child process with a hard
-timeout; `cleanup()` (from a fixture's finally) kills the launcher and every
-task it started, whatever happened. The NumPy reference of the `trivial`
-model (logits = x W + b, mean softmax cross-entropy) replays the cluster's
-fixed synthetic batches.
+`Launch` runs `--launch_local_cluster` as a child process; `cleanup()`
+(from a fixture's finally) kills the launcher and every task it started,
+whatever happened. The NumPy reference of the `trivial` model (logits =
+x W + b, mean softmax cross-entropy) replays the cluster's fixed synthetic
+batches.
+
+How long a test waits comes from the cluster's own deadlines (see
+`Deadlines`): every session call of a task has `--op_timeout_secs` (and a
+watchdog a little past it), every wait for another task
+`--startup_timeout_secs`, and the launcher stops every task a fixed margin
+after the first failure. The one allowance that no deadline covers is the
+start of a Python process that imports TensorFlow and builds its graph.
+
+The launcher picks free ports by binding and closing them; another process
+may take one before the task binds it. A task that cannot bind its port
+fails with "Could not start gRPC server": `Launch` then starts the whole
+cluster again, on new ports, up to PORT_ATTEMPTS times.
 """
 
 import os
@@ -18,15 +30,28 @@ import time
 import numpy as np
 import tensorflow as _tf
 
+from variable_mgr.benchmark import distributed
 from variable_mgr.benchmark import harness
+from variable_mgr.benchmark import launcher
 from variable_mgr.benchmark import models
 
 tf = _tf.compat.v1
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-# The longest a launched cluster may take before the test fails.
+# A fixed bound some tests pass to `wait_for_line`; `Launch.deadline` is
+# the cluster's own.
 HARD_TIMEOUT_SECS = 150
+# What no deadline of the cluster bounds: starting a Python process that
+# imports TensorFlow and builds the graph, on a loaded machine.
+PROCESS_START_SECS = 60.0
+# Session calls of a worker besides its steps: start signal, init, restore,
+# ready queue, local init, post-init, start barrier, global step (twice),
+# save, done signal.
+SETUP_CALLS = 12
+# A cluster whose port was taken is started again this many times in all.
+PORT_ATTEMPTS = 3
+PORT_TAKEN = 'Could not start gRPC server'
 MODEL = 'trivial'
 SEED = 1234
 LEARNING_RATE = 0.05
@@ -36,33 +61,114 @@ TOWERS = 2
 BASE_FLAGS = ['--model', MODEL, '--num_gpus', str(TOWERS), '--batch_size',
               str(BATCH), '--learning_rate', str(LEARNING_RATE),
               '--weight_decay', '0', '--seed', str(SEED),
-              '--num_warmup_batches', '0', '--display_every', '1']
+              '--num_warmup_batches', '0', '--display_every', '1',
+              '--startup_timeout_secs', '60']
 
 _STARTED = re.compile(r'^launcher: started (\S+) at (\S+) \(pid (\d+)\)')
 
 
-class Launch(object):
-  """`python -m variable_mgr.benchmark.distributed --launch_local_cluster`."""
+def _flag(flags, name, default):
+  """The value of `--name` (as `--name v` or `--name=v`) in `flags`."""
+  value = default
+  for i, flag in enumerate(flags):
+    if flag == '--' + name and i + 1 < len(flags):
+      value = flags[i + 1]
+    elif flag.startswith('--%s=' % name):
+      value = flag.split('=', 1)[1]
+  return type(default)(value)
 
-  def __init__(self, flags, env=None):
+
+class Deadlines(object):
+  """What the cluster's own deadlines promise, from its flags.
+
+  A call of a task returns or fails within `op_timeout_secs`, its watchdog
+  ends the task WATCHDOG_MARGIN_SECS later, and a failed call probes for
+  the dead task DEATH_GRACE_SECS more; a wait for another task ends after
+  `startup_timeout_secs`. After the first task fails, the launcher gives
+  the others `op_timeout_secs` + FAILURE_MARGIN_SECS, then stops them
+  (SIGTERM, SIGKILL TERMINATE_GRACE_SECS later).
+  """
+
+  def __init__(self, flags):
+    self.op_timeout = _flag(flags, 'op_timeout_secs', 60.0)
+    self.startup_timeout = _flag(flags, 'startup_timeout_secs', 300.0)
+    self.steps = (_flag(flags, 'num_batches', 50) +
+                  _flag(flags, 'num_warmup_batches', 5))
+
+  @property
+  def call(self):
+    """The longest one session call may take, failing included."""
+    return (self.op_timeout + distributed.WATCHDOG_MARGIN_SECS +
+            distributed.DEATH_GRACE_SECS)
+
+  @property
+  def stop(self):
+    """From the first task's failure to the launcher's exit."""
+    return (self.op_timeout + launcher.FAILURE_MARGIN_SECS +
+            launcher.TERMINATE_GRACE_SECS + 2 * self.call)
+
+  def until_step(self, step):
+    """From the launch to step `step` done on every worker."""
+    return (PROCESS_START_SECS + self.startup_timeout +
+            (SETUP_CALLS + step) * self.call)
+
+  @property
+  def run(self):
+    """From the launch to the launcher's exit, success or failure."""
+    return self.until_step(self.steps) + self.stop
+
+
+class Launch(object):
+  """`python -m <module> --launch_local_cluster` + flags (`module`:
+  variable_mgr.benchmark.distributed, or variable_mgr.benchmark as README
+  gives it)."""
+
+  def __init__(self, flags, env=None,
+               module='variable_mgr.benchmark.distributed'):
     environ = dict(os.environ)
     environ.pop('TF_CONFIG', None)
     environ.update(env or {})
+    self.flags = list(flags)
+    self.deadlines = Deadlines(self.flags)
+    self._command = [sys.executable, '-m', module, '--launch_local_cluster'
+                    ] + self.flags
+    self._environ = environ
+    self.attempts = 0
+    self._previous = []  # (process, task pids) of attempts given up.
+    self._start()
+
+  def _start(self):
+    self.attempts += 1
     self.lines = []
     self.started = time.time()
+    self.deadline = self.started + self.deadlines.run
     self.process = subprocess.Popen(
-        [sys.executable, '-m', 'variable_mgr.benchmark.distributed',
-         '--launch_local_cluster'] + list(flags),
-        cwd=REPO, env=environ, stdin=subprocess.DEVNULL,
+        self._command, cwd=REPO, env=self._environ, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         start_new_session=True, universal_newlines=True)
-    self._reader = threading.Thread(target=self._read)
+    self._reader = threading.Thread(target=self._read,
+                                    args=(self.process, self.lines))
     self._reader.daemon = True
     self._reader.start()
 
-  def _read(self):
-    for line in self.process.stdout:
-      self.lines.append(line.rstrip('\n'))
+  @staticmethod
+  def _read(process, lines):
+    for line in process.stdout:
+      lines.append(line.rstrip('\n'))
+
+  def _retried_port(self):
+    """If the launcher failed because a task's port was taken, starts the
+    cluster again and returns True."""
+    if self.process.poll() in (None, 0):
+      return False
+    self._reader.join(5.0)
+    if (not any(PORT_TAKEN in line for line in self.lines) or
+        self.attempts >= PORT_ATTEMPTS):
+      return False
+    self._previous.append((self.process, list(self.tasks().values())))
+    self.process.stdout.close()
+    self._start()
+    return True
 
   @property
   def output(self):
@@ -77,45 +183,67 @@ class Launch(object):
         result[match.group(1)] = int(match.group(3))
     return result
 
-  def wait_for_line(self, pattern, timeout):
-    """Blocks until a line matches `pattern`; fails the test on timeout."""
+  def wait_for_line(self, pattern, timeout=None, step=None):
+    """Blocks until a line matches `pattern`; fails the test on timeout.
+
+    Args:
+      pattern: a regular expression.
+      timeout: seconds from now; None for the cluster's own deadline of
+        step `step` (see `Deadlines.until_step`), counted from the launch.
+      step: the step the line comes with (0: before the first step).
+    """
     regex = re.compile(pattern)
-    end = time.time() + timeout
+    if timeout is None:
+      end = self.started + self.deadlines.until_step(step or 0)
+    else:
+      end = time.time() + timeout
     while time.time() < end:
       if any(regex.search(line) for line in list(self.lines)):
         return
       if self.process.poll() is not None:
-        time.sleep(0.5)  # The last lines.
+        self._reader.join(5.0)  # The last lines.
         if any(regex.search(line) for line in list(self.lines)):
           return
+        if self._retried_port():
+          if timeout is None:
+            end = self.started + self.deadlines.until_step(step or 0)
+          continue
         raise AssertionError('the launcher exited (%s) before printing %r:\n'
                              '%s' % (self.process.returncode, pattern,
                                      self.output))
       time.sleep(0.1)
-    raise AssertionError('no line matched %r within %gs:\n%s' %
-                         (pattern, timeout, self.output))
+    raise AssertionError('no line matched %r within %.0fs:\n%s' %
+                         (pattern, end - self.started, self.output))
 
   def finish(self, timeout=None):
-    """Waits for the launcher; returns its exit status."""
-    remaining = HARD_TIMEOUT_SECS - (time.time() - self.started)
-    timeout = remaining if timeout is None else min(timeout, remaining)
-    try:
-      status = self.process.wait(max(1.0, timeout))
-    except subprocess.TimeoutExpired:
-      raise AssertionError('the cluster still ran after %gs:\n%s' %
-                           (timeout, self.output))
-    self._reader.join(5.0)
-    return status
+    """Waits for the launcher; returns its exit status.
+
+    Args:
+      timeout: seconds from now; None: until the cluster's own deadline
+        (`Deadlines.run` from the launch).
+    """
+    while True:
+      remaining = self.deadline - time.time()
+      wait = remaining if timeout is None else min(timeout, remaining)
+      try:
+        status = self.process.wait(max(1.0, wait))
+      except subprocess.TimeoutExpired:
+        raise AssertionError('the cluster still ran after %.0fs:\n%s' %
+                             (time.time() - self.started, self.output))
+      self._reader.join(5.0)
+      if not self._retried_port():
+        return status
 
   def cleanup(self):
-    """Kills the launcher and every task; reaps the launcher."""
-    pids = list(self.tasks().values())
-    for pid in [self.process.pid] + pids:
-      try:
-        os.killpg(pid, signal.SIGKILL)
-      except (ProcessLookupError, PermissionError):
-        pass
-    self.process.wait()
+    """Kills the launcher and every task of every attempt; reaps them."""
+    attempts = self._previous + [(self.process, list(self.tasks().values()))]
+    for process, pids in attempts:
+      for pid in [process.pid] + pids:
+        try:
+          os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+          pass
+      process.wait()
     self._reader.join(5.0)
     self.process.stdout.close()
 
