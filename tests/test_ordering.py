@@ -295,3 +295,90 @@ def test_every_update_follows_every_read_of_its_variable(name, variable_kind):
     assert checked >= 2
   finally:
     run.close()
+
+
+# -- Reads inside tf.cond and tf.while_loop ------------------------------------
+
+
+@pytest.fixture(params=['v1', 'v2'])
+def control_flow(request):
+  """TF 1.x control flow (Switch/Merge, Enter/Exit: 1.15's only kind) and
+  control flow v2 (If/While ops), restoring the default afterwards."""
+  was_v2 = tf1.control_flow_v2_enabled()
+  if request.param == 'v1':
+    tf1.disable_control_flow_v2()
+  else:
+    tf1.enable_control_flow_v2()
+  yield request.param
+  if was_v2:
+    tf1.enable_control_flow_v2()
+  else:
+    tf1.disable_control_flow_v2()
+
+
+LOOP_STEPS = 3
+
+
+def control_flow_model(loop_steps=LOOP_STEPS):
+  """pred' = cond(p, x w, 2 x w) + sum over `loop_steps` iterations of x w:
+  w is read only inside a cond's branches and a loop's body."""
+  x = tf1.placeholder(tf.float32, [BATCH, N])
+  y = tf1.placeholder(tf.float32, [BATCH, M])
+  p = tf1.placeholder(tf.bool, [])
+  w = tf1.get_variable('layer/w', [N, M], tf.float32,
+                       tf1.random_normal_initializer(stddev=0.5))
+  branch = tf.cond(p, lambda: tf.matmul(x, w), lambda: tf.matmul(x, 2.0 * w))
+  _, looped = tf.while_loop(
+      lambda i, acc: i < loop_steps,
+      lambda i, acc: (i + 1, acc + tf.matmul(x, w)),
+      [tf.constant(0), tf.zeros([BATCH, M])])
+  error = branch + looped - y
+  return 0.5 * tf.reduce_mean(tf.reduce_sum(tf.square(error), 1)), (x, y, p)
+
+
+@pytest.mark.parametrize('name', ['independent', 'ps_cpu', 'replicated'])
+def test_reads_inside_cond_and_while_loop(name, variable_kind, control_flow):
+  """The update waits for the construct's end (an op of an untaken branch
+  would never run), so it runs, after the reads, whichever branch runs."""
+  del control_flow  # The fixture has chosen the kind.
+  create_args, host_args, combine, _ = STRATEGIES[name]
+  num_towers = 2
+  if variable_kind == 'resource' and name == 'ps_cpu':
+    pytest.skip('TensorFlow cannot place this graph, ordered or not: the '
+                'gradients of a cond\'s or a loop\'s read of a resource '
+                'variable on the parameter device colocate the tower\'s '
+                'constants with that read (see README, parameter_server)')
+  loop_steps = LOOP_STEPS
+  run = seed_harness.Harness(
+      create_args, host_args, num_towers,
+      lambda: control_flow_model(loop_steps), LEARNING_RATE, tf.float32)
+  try:
+    rng = np.random.RandomState(5)
+    towers = range(num_towers) if run.mgr.each_tower_has_variables() else [0]
+    weights = [run.sess.run(_variable(run, 0, 'w')).astype(np.float64)
+               for _ in towers]
+    for step, taken in enumerate([True, False, True]):
+      batches = [(rng.randn(BATCH, N).astype(np.float32),
+                  rng.randn(BATCH, M).astype(np.float32), taken)
+                 for _ in range(num_towers)]
+      factor = (1.0 if taken else 2.0) + loop_steps
+
+      def gradient(w, batch):
+        x, y, _ = batch
+        return factor * x.T.dot((factor * x.dot(w) - y) / BATCH)
+
+      if combine == 'none':
+        weights = [w - LEARNING_RATE * gradient(w, b)
+                   for w, b in zip(weights, batches)]
+      else:
+        total = sum(gradient(weights[0], b) for b in batches)
+        if combine == 'mean':
+          total = total / num_towers
+        weights = [weights[0] - LEARNING_RATE * total for _ in towers]
+      run.step(batches)
+      for t in towers:
+        np.testing.assert_allclose(
+            run.sess.run(_variable(run, t, 'w')), weights[t],
+            err_msg='tower %d step %d' % (t, step), **TOLERANCE)
+  finally:
+    run.close()

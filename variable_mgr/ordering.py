@@ -55,10 +55,17 @@ from variable_mgr.compat import tf
 FORWARDING_OP_TYPES = frozenset([
     'Identity', 'IdentityN', 'RefIdentity', 'StopGradient', 'PreventGradient',
     'Reshape', 'ExpandDims', 'Squeeze', 'Bitcast', 'EnsureShape',
-    'PlaceholderWithDefault', 'Enter', 'RefEnter', 'Exit', 'RefExit',
-    'Switch', 'RefSwitch', 'Merge', 'RefMerge', 'NextIteration',
-    'RefNextIteration',
+    'PlaceholderWithDefault',
 ])
+
+# TF 1.x control flow (`tf.cond` and `tf.while_loop` without control flow
+# v2): a tensor enters through `Switch`/`Enter` and leaves through
+# `Merge`/`Exit`. An op inside cannot be waited for from outside (an op of
+# an untaken branch is dead, and a control edge from it would make the
+# update dead too; a loop's ops run many times), so a read inside stands
+# for the `Merge`/`Exit` ops that it reaches: the construct's end.
+_CONTROL_FLOW_ENTRIES = frozenset(['Switch', 'RefSwitch', 'Enter', 'RefEnter'])
+_CONTROL_FLOW_EXITS = frozenset(['Merge', 'RefMerge', 'Exit', 'RefExit'])
 
 # Op types that read their input but, in some cases, output its buffer
 # unchanged (a `Cast` to the same type, a `Slice` of everything, a `Sum`
@@ -122,6 +129,30 @@ def _control_consumers(graph):
   return result
 
 
+def _construct_ends(entry):
+  """The `Merge`/`Exit` ops that close the TF 1.x cond or loop that `entry`
+  (a `Switch` or `Enter`) opens, along every path out of it."""
+  ends = []
+  seen = set()
+  frontier = [(entry, 1)]
+  while frontier:
+    op, depth = frontier.pop()
+    for consumer in set(c for t in op.outputs for c in t.consumers()):
+      inner = depth
+      if consumer.type in _CONTROL_FLOW_ENTRIES:
+        inner += 1
+      elif consumer.type in _CONTROL_FLOW_EXITS:
+        inner -= 1
+      if (consumer, inner) in seen:
+        continue
+      seen.add((consumer, inner))
+      if inner == 0:
+        ends.append(consumer)
+      else:
+        frontier.append((consumer, inner))
+  return ends
+
+
 def _ref_readers(var_op, control_consumers):
   """Ops that read the buffer of ref variable `var_op` (see module doc)."""
   readers = []
@@ -134,6 +165,12 @@ def _ref_readers(var_op, control_consumers):
       if key in seen:
         continue
       seen.add(key)
+      if consumer.type in _CONTROL_FLOW_ENTRIES:
+        ends = [end for end in _construct_ends(consumer) if end not in seen]
+        seen.update(ends)
+        readers.extend(ends)
+        frontier.extend(t for end in ends for t in end.outputs)
+        continue
       if (consumer.type in FORWARDING_OP_TYPES or
           consumer.type in MAY_FORWARD_OP_TYPES):
         frontier.extend(consumer.outputs)
@@ -161,6 +198,11 @@ def _resource_readers(var_op, control_consumers):
       if consumer in seen:
         continue
       seen.add(consumer)
+      if consumer.type in _CONTROL_FLOW_ENTRIES:
+        ends = [end for end in _construct_ends(consumer) if end not in seen]
+        seen.update(ends)
+        readers.extend(ends)
+        continue
       if (consumer.type in FORWARDING_OP_TYPES or
           consumer.type in MAY_FORWARD_OP_TYPES):
         # A handle passed on (to another device, into a function).
@@ -211,6 +253,11 @@ class AncestorIndex(object):
     masks = self._masks
     if target in masks:
       return masks[target]
+    # A TF 1.x loop is a cycle (NextIteration -> Merge): a parent still
+    # being walked counts as having no tracked ancestors. The masks of a
+    # cycle may then miss some, which can only add an edge that was not
+    # needed, never drop one that was.
+    visiting = set()
     stack = [target]
     while stack:
       op = stack[-1]
@@ -218,13 +265,16 @@ class AncestorIndex(object):
         stack.pop()
         continue
       parents = [t.op for t in op.inputs] + list(op.control_inputs)
-      missing = [p for p in parents if p not in masks]
-      if missing:
-        stack.extend(missing)
-        continue
+      if op not in visiting:
+        visiting.add(op)
+        missing = [p for p in parents
+                   if p not in masks and p not in visiting]
+        if missing:
+          stack.extend(missing)
+          continue
       mask = self._bits.get(op, 0)
       for p in parents:
-        mask |= masks[p]
+        mask |= masks.get(p, 0)
       masks[op] = mask
       stack.pop()
     return masks[target]
