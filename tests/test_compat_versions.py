@@ -14,6 +14,8 @@ can be (`compat.collectives_lack_half` monkeypatched), so that 2.x runs the
   device is taken as it is.
 """
 
+import socket
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -22,7 +24,6 @@ import variable_mgr
 from variable_mgr import compat
 from variable_mgr.allreduce import algorithms
 from variable_mgr.allreduce import layout
-from variable_mgr.benchmark import launcher
 from variable_mgr.strategies import collective_all_reduce
 
 tf1 = tf.compat.v1
@@ -32,6 +33,15 @@ LACKS_HALF = compat.collectives_lack_half()
 HALF = dict(rtol=2e-3, atol=4e-3)
 SHAPES = [(), (1,), (7,), (3, 5)]
 LEARNING_RATE = 0.5
+
+
+def _free_port():
+  sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+  try:
+    sock.bind(('127.0.0.1', 0))
+    return sock.getsockname()[1]
+  finally:
+    sock.close()
 
 
 def _lack_half(monkeypatch, value):
@@ -227,9 +237,7 @@ def test_strategy_float16_step_with_device_less_gradients(
     _lack_half(monkeypatch, lack)
   wide = LACKS_HALF if lack is None else lack
   carried = tf.float32 if wide else tf.float16
-  port, = launcher.free_ports(1)
-  cluster = tf1.train.ClusterSpec(
-      {'worker': ['%s:%d' % (launcher.LOOPBACK, port)]})
+  cluster = tf1.train.ClusterSpec({'worker': ['127.0.0.1:%d' % _free_port()]})
   config = collective_all_reduce.set_collective_group_leader(_config(2))
   host = _Host(cluster)
   graph = tf.Graph()
