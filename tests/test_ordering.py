@@ -19,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 import seed_harness
+import variable_mgr
 from variable_mgr import interface
 
 tf1 = tf.compat.v1
@@ -382,3 +383,79 @@ def test_reads_inside_cond_and_while_loop(name, variable_kind, control_flow):
             err_msg='tower %d step %d' % (t, step), **TOLERANCE)
   finally:
     run.close()
+
+
+# -- Distributed strategies: the same, read off a worker's graph -------------
+
+CLUSTER = {'ps': ['127.0.0.1:1', '127.0.0.1:2'],
+           'worker': ['127.0.0.1:3', '127.0.0.1:4']}
+DISTRIBUTED = {
+    'parameter_server': dict(variable_update='parameter_server'),
+    'staged parameter_server': dict(variable_update='parameter_server',
+                                    staged_vars=True),
+    'distributed_replicated': dict(variable_update='distributed_replicated'),
+    'collective_all_reduce': dict(variable_update='collective_all_reduce'),
+}
+_WRITE_TYPES = _UPDATE_TYPES + ('Assign', 'AssignVariableOp')
+
+
+def _worker_graph(create_args):
+  """Worker 1's training graph (two towers), built without any server.
+
+  Returns (graph, tower_grads, writes): writes maps each written variable's
+  op name to the ops that update or overwrite it in the step.
+  """
+  graph = tf.Graph()
+  with graph.as_default():
+    host = variable_mgr.ClusterBenchmarkCnn(CLUSTER, 1, 2)
+    mgr = variable_mgr.create(benchmark_cnn=host, **create_args)
+    host.devices = mgr.get_devices()
+    tower_grads = []
+    for d in range(2):
+      with mgr.create_outer_variable_scope(d), tf.name_scope('tower_%d' % d):
+        with tf1.device(host.devices[d]):
+          loss, _ = _seed_tower()
+          grads = tf.gradients(loss, mgr.trainable_variables_on_device(d))
+          refs = mgr.trainable_variables_on_device(d, writable=True)
+          tower_grads.append(list(zip(grads, refs)))
+    before = set(graph.get_operations())
+    apply_devices, state = mgr.preprocess_device_grads(tower_grads)
+    training_ops = []
+    opt = tf1.train.GradientDescentOptimizer(0.1)
+    for i, device in enumerate(apply_devices):
+      with tf1.device(device):
+        mgr.append_apply_gradients_ops(
+            state, opt, mgr.get_gradients_to_apply(i, state), training_ops)
+    step = set(op for t in training_ops
+               for op in _ancestors(getattr(t, 'op', t)) | {
+                   getattr(t, 'op', t)})
+    writes = {}
+    for op in step - before:
+      if op.type in _WRITE_TYPES:
+        writes.setdefault(op.inputs[0].op.name, []).append(op)
+  return graph, tower_grads, writes
+
+
+@pytest.mark.parametrize('name', sorted(DISTRIBUTED))
+def test_distributed_updates_wait_for_their_own_reads_only(name,
+                                                           variable_kind):
+  del variable_kind  # The fixture has set the variable kind.
+  graph, tower_grads, writes = _worker_graph(DISTRIBUTED[name])
+  first = set(g.op for tower in tower_grads for g, v in tower
+              if _short(v.op.name) == 'w1')
+  checked = 0
+  for var_name, ops in writes.items():
+    for op in ops:
+      ancestors = _ancestors(op)
+      if _short(var_name) in ('w2', 'b2'):
+        assert not ancestors & first, (name, op.name)
+      var = [v for v in graph.get_collection(tf1.GraphKeys.GLOBAL_VARIABLES) +
+             graph.get_collection(tf1.GraphKeys.LOCAL_VARIABLES)
+             if v.op.name == var_name][0]
+      towers_reads = [r for r in _readers(var) if r.name.startswith(
+          ('v0/tower_0/', 'v1/tower_1/', 'v/tower_')) and (
+              not r.outputs or any(t.consumers() for t in r.outputs))]
+      missing = set(towers_reads) - ancestors
+      assert not missing, (name, op.name, sorted(r.name for r in missing))
+      checked += 1
+  assert checked >= 4
