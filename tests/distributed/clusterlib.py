@@ -30,10 +30,18 @@ import time
 import numpy as np
 import tensorflow as _tf
 
-from variable_mgr.benchmark import distributed
 from variable_mgr.benchmark import harness
-from variable_mgr.benchmark import launcher
 from variable_mgr.benchmark import models
+try:  # The cluster runner as a package.
+  from variable_mgr.benchmark.cluster.deadline import DEATH_GRACE_SECS
+  from variable_mgr.benchmark.cluster.deadline import WATCHDOG_MARGIN_SECS
+  from variable_mgr.benchmark.cluster.launcher import FAILURE_MARGIN_SECS
+  from variable_mgr.benchmark.cluster.launcher import TERMINATE_GRACE_SECS
+except ImportError:  # The cluster runner as two modules.
+  from variable_mgr.benchmark.distributed import DEATH_GRACE_SECS
+  from variable_mgr.benchmark.distributed import WATCHDOG_MARGIN_SECS
+  from variable_mgr.benchmark.launcher import FAILURE_MARGIN_SECS
+  from variable_mgr.benchmark.launcher import TERMINATE_GRACE_SECS
 
 tf = _tf.compat.v1
 
@@ -98,14 +106,13 @@ class Deadlines(object):
   @property
   def call(self):
     """The longest one session call may take, failing included."""
-    return (self.op_timeout + distributed.WATCHDOG_MARGIN_SECS +
-            distributed.DEATH_GRACE_SECS)
+    return self.op_timeout + WATCHDOG_MARGIN_SECS + DEATH_GRACE_SECS
 
   @property
   def stop(self):
     """From the first task's failure to the launcher's exit."""
-    return (self.op_timeout + launcher.FAILURE_MARGIN_SECS +
-            launcher.TERMINATE_GRACE_SECS + 2 * self.call)
+    return (self.op_timeout + FAILURE_MARGIN_SECS + TERMINATE_GRACE_SECS +
+            2 * self.call)
 
   def until_step(self, step):
     """From the launch to step `step` done on every worker."""
