@@ -19,10 +19,12 @@ import clusterlib
 import variable_mgr
 from variable_mgr import errors
 from variable_mgr.benchmark import cli
-from variable_mgr.benchmark import distributed
 from variable_mgr.benchmark import flags as cli_flags
-from variable_mgr.benchmark import launcher
 from variable_mgr.benchmark import run_config
+from variable_mgr.benchmark.cluster import launcher
+from variable_mgr.benchmark.cluster import servers
+from variable_mgr.benchmark.cluster import task_spec
+from variable_mgr.benchmark.cluster import worker_task
 from variable_mgr.strategies import collective_all_reduce
 
 tf = _tf.compat.v1
@@ -255,10 +257,10 @@ def test_variables_to_save_are_tower_zero_under_canonical_names():
 
 
 def test_runner_names_the_group_leader_everywhere():
-  spec = distributed.tf_config.resolve(
+  spec = task_spec.resolve(
       'worker', 1, '127.0.0.1:1', '127.0.0.1:2,127.0.0.1:3', {})
   options = cli_flags.build_parser().parse_args([])
-  config = distributed._session_config(tf, spec, options, 2)  # pylint: disable=protected-access
+  config = servers.session_config(tf, spec, options, 2)
   assert config.experimental.collective_group_leader == (
       '/job:worker/replica:0/task:0')
   assert not config.allow_soft_placement
@@ -347,11 +349,11 @@ def test_options_of_other_strategies(option, value):
 
 def test_runner_refuses_asynchronous_steps():
   config = run_config.BenchmarkConfig(variable_update='collective_all_reduce')
-  with pytest.raises(distributed.ClusterOptionsError) as info:
-    distributed._check_options(config, False)  # pylint: disable=protected-access
+  with pytest.raises(worker_task.ClusterOptionsError) as info:
+    worker_task._check_options(config, False)  # pylint: disable=protected-access
   assert 'collective_all_reduce' in str(info.value)
   assert 'collective_all_reduce synchronises every variable' in str(info.value)
-  distributed._check_options(config, True)  # pylint: disable=protected-access
+  worker_task._check_options(config, True)  # pylint: disable=protected-access
 
 
 def test_cli_without_a_cluster_exits_2(capsys):

@@ -8,8 +8,9 @@ import pytest
 from variable_mgr import errors
 from variable_mgr.benchmark import distributed
 from variable_mgr.benchmark import flags as cli_flags
-from variable_mgr.benchmark import launcher
-from variable_mgr.benchmark import tf_config
+from variable_mgr.benchmark.cluster import launcher
+from variable_mgr.benchmark.cluster import task_spec
+from variable_mgr.benchmark.cluster import worker_task
 
 PS = ['127.0.0.1:2222']
 WORKERS = ['127.0.0.1:2223', '127.0.0.1:2224']
@@ -21,35 +22,35 @@ def _env(config):
 
 
 def test_flags_give_the_task():
-  spec = tf_config.resolve('worker', 1, ','.join(PS), ','.join(WORKERS), {})
-  assert spec == tf_config.TaskSpec('worker', 1, PS, WORKERS)
+  spec = task_spec.resolve('worker', 1, ','.join(PS), ','.join(WORKERS), {})
+  assert spec == task_spec.TaskSpec('worker', 1, PS, WORKERS)
   assert spec.name == 'worker:1' and not spec.is_chief
   assert spec.address == WORKERS[1]
 
 
 def test_tf_config_chief_is_worker_zero():
-  spec = tf_config.resolve(environ=_env({
+  spec = task_spec.resolve(environ=_env({
       'cluster': {'chief': WORKERS[:1], 'worker': WORKERS[1:], 'ps': PS},
       'task': {'type': 'worker', 'index': 0}}))
-  assert spec == tf_config.TaskSpec('worker', 1, PS, WORKERS)
-  chief = tf_config.resolve(environ=_env({
+  assert spec == task_spec.TaskSpec('worker', 1, PS, WORKERS)
+  chief = task_spec.resolve(environ=_env({
       'cluster': {'chief': WORKERS[:1], 'worker': WORKERS[1:], 'ps': PS},
       'task': {'type': 'chief', 'index': 0}}))
   assert chief.is_chief
 
 
 def test_flags_win_over_tf_config():
-  spec = tf_config.resolve('ps', 0, PS, WORKERS, _env('not json'))
+  spec = task_spec.resolve('ps', 0, PS, WORKERS, _env('not json'))
   assert spec.job_name == 'ps'
 
 
 def test_no_cluster_is_a_local_run():
-  assert tf_config.resolve(environ={}) is None
+  assert task_spec.resolve(environ={}) is None
 
 
 def test_malformed_json():
-  with pytest.raises(tf_config.MalformedTfConfigError) as e:
-    tf_config.resolve(environ=_env('{"cluster": {"ps": ['))
+  with pytest.raises(task_spec.MalformedTfConfigError) as e:
+    task_spec.resolve(environ=_env('{"cluster": {"ps": ['))
   message = str(e.value)
   assert 'TF_CONFIG=\'{"cluster": {"ps": [\'' in message
   assert 'is not valid JSON' in message and 'set it to an object' in message
@@ -57,24 +58,24 @@ def test_malformed_json():
 
 
 def test_missing_task():
-  with pytest.raises(tf_config.MissingTaskError) as e:
-    tf_config.resolve(environ=_env({'cluster': {'ps': PS,
+  with pytest.raises(task_spec.MissingTaskError) as e:
+    task_spec.resolve(environ=_env({'cluster': {'ps': PS,
                                                 'worker': WORKERS}}))
   assert 'has no "task"' in str(e.value)
   assert '"task": {"type": "worker", "index": 0}' in str(e.value)
 
 
 def test_task_type_not_in_cluster():
-  with pytest.raises(tf_config.MissingTaskError) as e:
-    tf_config.resolve(environ=_env({'cluster': {'ps': PS,
+  with pytest.raises(task_spec.MissingTaskError) as e:
+    task_spec.resolve(environ=_env({'cluster': {'ps': PS,
                                                 'worker': WORKERS},
                                     'task': {'type': 'chief', 'index': 0}}))
   assert "task type 'chief'" in str(e.value)
 
 
 def test_index_out_of_range():
-  with pytest.raises(tf_config.TaskIndexError) as e:
-    tf_config.resolve(environ=_env({'cluster': {'ps': PS,
+  with pytest.raises(task_spec.TaskIndexError) as e:
+    task_spec.resolve(environ=_env({'cluster': {'ps': PS,
                                                 'worker': WORKERS},
                                     'task': {'type': 'worker', 'index': 2}}))
   assert 'task index 2 is out of range' in str(e.value)
@@ -82,29 +83,29 @@ def test_index_out_of_range():
 
 
 def test_flag_index_out_of_range():
-  with pytest.raises(tf_config.TaskIndexError) as e:
-    tf_config.resolve('ps', 1, PS, WORKERS, {})
+  with pytest.raises(task_spec.TaskIndexError) as e:
+    task_spec.resolve('ps', 1, PS, WORKERS, {})
   assert '--task_index=1' in str(e.value)
   assert 'the ps job has 1 task(s)' in str(e.value)
 
 
 def test_host_without_port():
-  with pytest.raises(tf_config.HostAddressError) as e:
-    tf_config.resolve('worker', 0, '127.0.0.1', WORKERS, {})
+  with pytest.raises(task_spec.HostAddressError) as e:
+    task_spec.resolve('worker', 0, '127.0.0.1', WORKERS, {})
   assert "host '127.0.0.1'" in str(e.value)
   assert "'127.0.0.1:2222'" in str(e.value)
 
 
 def test_tf_config_host_without_port():
-  with pytest.raises(tf_config.HostAddressError):
-    tf_config.resolve(environ=_env({'cluster': {'ps': ['ps0'],
+  with pytest.raises(task_spec.HostAddressError):
+    task_spec.resolve(environ=_env({'cluster': {'ps': ['ps0'],
                                                 'worker': WORKERS},
                                     'task': {'type': 'ps', 'index': 0}}))
 
 
 def test_hosts_without_job_name():
-  with pytest.raises(tf_config.MissingTaskError) as e:
-    tf_config.resolve(None, 0, PS, WORKERS, {})
+  with pytest.raises(task_spec.MissingTaskError) as e:
+    task_spec.resolve(None, 0, PS, WORKERS, {})
   assert 'without --job_name' in str(e.value)
 
 
@@ -118,8 +119,8 @@ def test_bad_flag_in_a_task_exits_2(capsys):
 
 
 def test_async_distributed_replicated_is_refused():
-  with pytest.raises(distributed.ClusterOptionsError) as e:
-    distributed._check_options(
+  with pytest.raises(worker_task.ClusterOptionsError) as e:
+    worker_task._check_options(
         type('Config', (), {'variable_update': 'distributed_replicated'}),
         sync=False)
   assert 'asynchronous updates exist only for parameter_server' in str(

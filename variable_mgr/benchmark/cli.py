@@ -5,6 +5,12 @@ trains a LeNet-sized CNN on synthetic data over 4 virtual CPU towers with
 `--variable_update=replicated`, and prints tf_cnn_benchmarks' progress lines
 and a final `total images/sec`.
 
+The command parses its flags (`flags`) and hands them to the runner of
+what they ask for: a cluster on this machine (`cluster.launcher`), one task
+of a cluster (`cluster.task`), the `--compare` sweep (`compare`) or one
+local run (`local_run`). Runners are imported once the flags are good, so a
+bad flag costs no TensorFlow import.
+
 A bad flag or a configuration the library refuses ends the command with one
 line on stderr and exit status 2 (1 for a failure while running).
 """
@@ -14,6 +20,7 @@ import sys
 
 from variable_mgr.benchmark import exit_status
 from variable_mgr.benchmark import flags
+from variable_mgr.benchmark.cluster import task_spec
 
 
 def main(argv=None):
@@ -26,16 +33,20 @@ def main(argv=None):
     args = flags.parse_args(argv)
   except flags.UsageError as e:
     return exit_status.fail(e, exit_status.USAGE)
-  from variable_mgr.benchmark import distributed  # pylint: disable=g-import-not-at-top
-  if distributed.is_requested(args):
-    return distributed.run_from_cli(args, argv)
+  if args.launch_local_cluster:
+    from variable_mgr.benchmark.cluster import launcher  # pylint: disable=g-import-not-at-top
+    return launcher.main(args, argv)
+  if task_spec.requested(args.job_name, args.ps_hosts, args.worker_hosts):
+    from variable_mgr.benchmark.cluster import task  # pylint: disable=g-import-not-at-top
+    exit_status.exit_task(task.run(args))
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   tf.get_logger().setLevel('ERROR')
-  return exit_status.status_of(lambda: _run_local(args))
+  return exit_status.status_of(lambda: _run_locally(args))
 
 
-def _run_local(args):
+def _run_locally(args):
+  """The sweep or one run, in this process."""
   if args.compare:
     from variable_mgr.benchmark import compare  # pylint: disable=g-import-not-at-top
     compare.run_compare(args)

@@ -30,12 +30,14 @@ import tempfile
 import threading
 import time
 
-from variable_mgr.benchmark import distributed
 from variable_mgr.benchmark import exit_status
 from variable_mgr.benchmark import output
-from variable_mgr.benchmark import tf_config
+from variable_mgr.benchmark.cluster import task_spec
 
 LOOPBACK = '127.0.0.1'
+# The launcher passes the read end of a pipe: end of file means the
+# launcher is gone, and the task exits instead of living on as an orphan.
+LAUNCHER_FD_ENV = 'VARIABLE_MGR_LAUNCHER_FD'
 # Seconds a task gets between SIGTERM and SIGKILL.
 TERMINATE_GRACE_SECS = 5.0
 # Margin over --op_timeout_secs for the survivors of a failure to exit.
@@ -117,7 +119,7 @@ class LocalCluster(object):
     self._pipe = write_fd
     env = dict(os.environ)
     env.pop('TF_CONFIG', None)
-    env[distributed.LAUNCHER_FD_ENV] = str(read_fd)
+    env[LAUNCHER_FD_ENV] = str(read_fd)
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
     env['PYTHONUNBUFFERED'] = '1'
     try:
@@ -129,7 +131,7 @@ class LocalCluster(object):
               '--worker_hosts=%s' % ','.join(self.worker_hosts)]
           if job == 'worker':
             argv.append('--output=%s' % self.worker_output(index))
-          self._start_one(tf_config.task_name(job, index), address, argv, env,
+          self._start_one(task_spec.task_name(job, index), address, argv, env,
                           read_fd)
     finally:
       os.close(read_fd)
@@ -226,6 +228,28 @@ class LocalCluster(object):
     return results
 
 
+def watch_launcher(environ=None):
+  """Exits the process when the launcher that started it is gone."""
+  environ = os.environ if environ is None else environ
+  fd = environ.get(LAUNCHER_FD_ENV)
+  if not fd:
+    return
+
+  def watch():
+    try:
+      while os.read(int(fd), 1):
+        pass
+    except OSError:
+      pass
+    sys.stderr.write('the launcher is gone: exiting\n')
+    sys.stderr.flush()
+    os._exit(exit_status.FAILURE)  # pylint: disable=protected-access
+
+  thread = threading.Thread(target=watch, name='launcher-watch')
+  thread.daemon = True
+  thread.start()
+
+
 def _signal_group(process, sig):
   try:
     os.killpg(process.pid, sig)
@@ -251,11 +275,11 @@ def main(args, argv, out=None):
   """Runs the cluster; returns 0 when every task succeeded, 1 if one failed,
   2 for bad flags, 130 on Ctrl-C."""
   out = out or sys.stdout
-  if os.environ.get(distributed.LAUNCHER_FD_ENV):
+  if os.environ.get(LAUNCHER_FD_ENV):
     return exit_status.fail(
         '--launch_local_cluster inside a launched task: a task runs one '
         'cluster task only.', exit_status.USAGE)
-  given = [f for f in distributed.CLUSTER_FLAGS
+  given = [f for f in task_spec.TASK_FLAGS
            if any(a.split('=')[0] == '--' + f for a in argv)]
   if given:
     return exit_status.fail(

@@ -16,9 +16,12 @@ the rule it breaks and the fix.
 
 import collections
 import json
+import os
 
 from variable_mgr import errors
 
+# The flags that say which task this process is.
+TASK_FLAGS = ('job_name', 'task_index', 'ps_hosts', 'worker_hosts')
 JOB_NAMES = ('ps', 'worker')
 # TF_CONFIG job types: 'chief' is folded into 'worker' as its task 0.
 TF_CONFIG_JOBS = ('chief', 'ps', 'worker')
@@ -249,7 +252,6 @@ def resolve(job_name=None, task_index=None, ps_hosts=None, worker_hosts=None,
     ClusterConfigError: see `from_flags` and `from_tf_config`; also when
       --task_index or host lists are given without --job_name.
   """
-  import os  # pylint: disable=g-import-not-at-top
   environ = os.environ if environ is None else environ
   if job_name:
     return from_flags(job_name, 0 if task_index is None else task_index,
@@ -262,3 +264,12 @@ def resolve(job_name=None, task_index=None, ps_hosts=None, worker_hosts=None,
   if text.strip():
     return from_tf_config(text)
   return None
+
+
+def requested(job_name=None, ps_hosts=None, worker_hosts=None, environ=None):
+  """Whether the flags or `TF_CONFIG` (in `environ`, default `os.environ`)
+  name a cluster task, rightly or not: then `resolve` says which, or why
+  not."""
+  environ = os.environ if environ is None else environ
+  return bool(job_name or ps_hosts or worker_hosts or
+              environ.get('TF_CONFIG', '').strip())

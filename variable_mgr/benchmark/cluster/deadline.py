@@ -1,0 +1,108 @@
+"""Session calls with a deadline, for the tasks of a cluster.
+
+Every session call of a task has a deadline (`--op_timeout_secs`, through
+`ConfigProto.operation_timeout_in_ms` and `RunOptions.timeout_in_ms`). When
+a call fails or times out, the task probes every other task (see
+`liveness`): the error names the dead task when there is one.
+"""
+
+import threading
+import time
+
+from variable_mgr.benchmark import exit_status
+from variable_mgr.benchmark.cluster import liveness
+
+# How long a session call may outlive its deadline before the watchdog ends
+# the process.
+WATCHDOG_MARGIN_SECS = 2.0
+# How long a failed call keeps probing for the task that broke it.
+DEATH_GRACE_SECS = 3.0
+
+
+class DeadlineCaller(object):
+  """`sess.run` with a deadline; a failure becomes a TaskFailedError that
+  names the dead task when there is one.
+
+  A watchdog thread backs the deadline up: a call that outlives it by
+  WATCHDOG_MARGIN_SECS ends the process with the same error (a call to a PS
+  killed mid-step does not always return at its RunOptions deadline).
+  """
+
+  def __init__(self, tf, sess, monitor, timeout_secs, finished=None):
+    self.tf = tf
+    self.sess = sess
+    self.monitor = monitor
+    self.timeout_secs = timeout_secs
+    self.finished = finished
+    self._pending = None  # (give-up time, what, timeout) of the open call.
+    watchdog = threading.Thread(target=self._watch, name='call-watchdog')
+    watchdog.daemon = True
+    watchdog.start()
+
+  def __call__(self, fetches, what, timeout_secs=None):
+    timeout = self.timeout_secs if timeout_secs is None else timeout_secs
+    options = self.tf.RunOptions(timeout_in_ms=int(timeout * 1000))
+    self._pending = (time.time() + timeout + WATCHDOG_MARGIN_SECS, what,
+                     timeout)
+    try:
+      return self.sess.run(fetches, options=options)
+    except self.tf.errors.OpError as e:
+      raise self.explain(e, what, timeout)
+    finally:
+      self._pending = None
+
+  def _watch(self):
+    while True:
+      time.sleep(0.25)
+      pending = self._pending
+      if pending is None or time.time() < pending[0]:
+        continue
+      _, what, timeout = pending
+      error = self.describe('the call did not return while %s' % what,
+                            True, timeout)
+      exit_status.fail(error, exit_status.FAILURE)
+      exit_status.exit_task(exit_status.FAILURE)
+
+  def explain(self, error, what, timeout):
+    summary = '%s while %s: %s' % (type(error).__name__, what,
+                                   _first_line(error))
+    return self.describe(
+        summary, isinstance(error, self.tf.errors.DeadlineExceededError),
+        timeout)
+
+  def describe(self, summary, timed_out, timeout):
+    # A connection can break a moment before a killed task's port closes:
+    # probe again for a little while before blaming no one.
+    give_up = time.time() + DEATH_GRACE_SECS
+    while True:
+      # The PS tasks first: without them no worker can have finished.
+      dead = self.monitor.dead(self.monitor.others(('ps',)))
+      if not dead:
+        dead = self.monitor.dead(self.monitor.others(('worker',)),
+                                 self.finished)
+      if dead or time.time() > give_up:
+        break
+      time.sleep(0.2)
+    if dead:
+      return self.monitor.failure(dead, 'this task (%s) got %s' %
+                                  (self.monitor.spec.name, summary))
+    if timed_out:
+      return liveness.TaskFailedError(
+          'task %s: %s, within the deadline of %gs, while every other task '
+          'still answers; if steps are that slow, raise --op_timeout_secs.' %
+          (self.monitor.spec.name, summary, timeout))
+    return liveness.TaskFailedError('task %s: %s' % (self.monitor.spec.name,
+                                                     summary))
+
+
+def _first_line(error, limit=300):
+  """The informative line of a TensorFlow error (the restore error puts
+  the real cause after an 'Original error:' line)."""
+  lines = [t.strip() for t in str(error).strip().splitlines() if t.strip()]
+  for i, line in enumerate(lines):
+    if line.endswith('Original error:') and i + 1 < len(lines):
+      return lines[i + 1][:limit]
+  # TF 2's 'Graph execution error:' preamble and its traceback say nothing.
+  useful = [t for t in lines if not t.endswith(':') and not t.startswith(
+      ('Detected at node', 'File "', 'Traceback'))]
+  return (useful or lines or [''])[0][:limit].rstrip('.')

@@ -1,0 +1,108 @@
+"""Which tasks of a cluster are alive: TCP probes of their addresses.
+
+A task that never answered is still starting until `--startup_timeout_secs`
+has passed; after that it is dead. A task that answered once and no longer
+does is dead, unless it said it finished. A task that finds another dead
+raises `TaskFailedError`, which names the dead task, and exits with status
+1: so when a task dies, every other task exits non-zero within about
+`--op_timeout_secs` plus a probe interval.
+"""
+
+import socket
+import time
+
+from variable_mgr.benchmark.cluster import task_spec
+
+# How often PS tasks and asynchronous workers probe their peers.
+PROBE_INTERVAL_SECS = 1.0
+# Timeout of one TCP probe of a task's address.
+CONNECT_TIMEOUT_SECS = 1.0
+
+
+class TaskFailedError(RuntimeError):
+  """Another task of the cluster died, or a call outlived its deadline.
+
+  Attributes:
+    dead_tasks: names ('worker:1') of the tasks found dead; may be empty
+      when a call timed out while every task still answered.
+  """
+
+  def __init__(self, message, dead_tasks=()):
+    super(TaskFailedError, self).__init__(message)
+    self.dead_tasks = list(dead_tasks)
+
+
+def reachable(address, timeout=CONNECT_TIMEOUT_SECS):
+  """Whether something accepts TCP connections at 'host:port'."""
+  host, port = task_spec.split_address(address)
+  try:
+    sock = socket.create_connection((host, port), timeout=timeout)
+  except (OSError, socket.timeout):
+    return False
+  sock.close()
+  return True
+
+
+class Monitor(object):
+  """Tells dead tasks from live ones by probing their addresses.
+
+  A task that never answered is still starting until `startup_timeout`
+  has passed since the monitor was made; after that it is dead. A task that
+  answered once and no longer does is dead, unless `finished(name)` says it
+  ended normally.
+  """
+
+  def __init__(self, spec, startup_timeout):
+    self.spec = spec
+    self.startup_timeout = startup_timeout
+    self.started = time.time()
+    self.seen = set()
+
+  def others(self, jobs=('ps', 'worker')):
+    return [(job, i, address) for job, i, address in self.spec.all_tasks()
+            if job in jobs and (job, i) != (self.spec.job_name,
+                                            self.spec.task_index)]
+
+  def dead(self, tasks, finished=None):
+    """[(name, address, why)] of the dead among `tasks`."""
+    result = []
+    for job, i, address in tasks:
+      name = task_spec.task_name(job, i)
+      if reachable(address):
+        self.seen.add(name)
+        continue
+      if name in self.seen:
+        if finished is not None and finished(name):
+          continue
+        result.append((name, address, 'stopped answering'))
+      elif time.time() - self.started > self.startup_timeout:
+        result.append((name, address, 'never came up within %gs' %
+                       self.startup_timeout))
+    return result
+
+  def failure(self, dead, context):
+    """A TaskFailedError that names the dead tasks."""
+    described = ', '.join('%s at %s (%s)' % d for d in dead)
+    return TaskFailedError(
+        'dead task%s: %s; %s. Every task of a cluster is needed: restart the '
+        'cluster (a rerun with the same --train_dir resumes from the last '
+        'checkpoint).' % ('s' if len(dead) > 1 else '', described, context),
+        [d[0] for d in dead])
+
+  def wait_for(self, tasks, deadline):
+    """Blocks until every task answers; raises TaskFailedError at
+    `deadline` naming those that never did."""
+    while True:
+      missing = [t for t in tasks if not reachable(t[2])]
+      for job, i, _ in tasks:
+        if (job, i, _) not in missing:
+          self.seen.add(task_spec.task_name(job, i))
+      if not missing:
+        return
+      if time.time() > deadline:
+        dead = [(task_spec.task_name(job, i), address,
+                 'never came up within %gs' % self.startup_timeout)
+                for job, i, address in missing]
+        raise self.failure(dead, 'this task (%s) waited for it to start' %
+                           self.spec.name)
+      time.sleep(0.2)

@@ -1,0 +1,80 @@
+"""A PS task: serves the variables until every worker has finished.
+
+Worker k puts a token into the queue `done_worker_k` on every PS task
+(tf_cnn_benchmarks' way of stopping parameter servers); the PS polls the
+sizes of its queues and returns once all are full. Between polls it probes
+the other tasks: a worker that died before it finished, or another PS task
+that stopped first, ends this task with a TaskFailedError.
+"""
+
+import time
+
+from variable_mgr.benchmark.cluster import deadline
+from variable_mgr.benchmark.cluster import liveness
+from variable_mgr.benchmark.cluster import servers
+from variable_mgr.benchmark.cluster import task_spec
+from variable_mgr.benchmark.cluster import worker_graph
+from variable_mgr.compat import tf
+
+
+def run_ps(spec, options, log=print):
+  """Serves until every worker finished; returns 0.
+
+  Raises:
+    TaskFailedError: a worker or another PS task died first.
+  """
+  monitor = liveness.Monitor(spec, options.startup_timeout_secs)
+  server = servers.start_server(tf, spec, 1)
+  log('%s serving at %s' % (spec.name, spec.address))
+  graph = tf.Graph()
+  with graph.as_default():
+    started_sizes, done_sizes = [
+        [q.size() for q in worker_graph.worker_queues(
+            spec.task_index, spec.num_workers, kind)]
+        for kind in ('started', 'done')]
+  config = servers.session_config(tf, spec, options, 1)
+  # Never closed: the process ends when this returns or raises.
+  sess = tf.Session(server.target, graph=graph, config=config)
+  with sess.as_default(), graph.as_default():
+    caller = deadline.DeadlineCaller(tf, sess, monitor,
+                                     options.op_timeout_secs)
+
+    def workers_that(sizes, what):
+      values = caller(sizes, 'reading which workers %s' % what)
+      return set(task_spec.task_name('worker', k)
+                 for k, v in enumerate(values) if v)
+
+    def finished_workers():
+      return workers_that(done_sizes, 'finished')
+
+    while True:
+      # A worker that told this PS it started counts as seen even if no
+      # probe caught it alive.
+      monitor.seen.update(workers_that(started_sizes, 'started'))
+      finished = finished_workers()
+      if len(finished) == spec.num_workers:
+        log('%s: every worker finished; stopping' % spec.name)
+        return 0
+      dead_ps = monitor.dead(monitor.others(('ps',)))
+      if dead_ps:
+        # A PS stops once every worker finished, and workers tell every PS
+        # in one call: give our own tokens a moment to arrive.
+        grace_end = time.time() + 2 * liveness.PROBE_INTERVAL_SECS
+        while time.time() < grace_end:
+          if len(finished_workers()) == spec.num_workers:
+            log('%s: every worker finished; stopping' % spec.name)
+            return 0
+          time.sleep(0.1)
+        raise monitor.failure(dead_ps, 'some workers had not finished')
+      workers = [t for t in monitor.others(('worker',))
+                 if task_spec.task_name(t[0], t[1]) not in finished]
+      dead = monitor.dead(workers, lambda name: name in finished_workers())
+      if dead:
+        # Serve a while longer: workers blocked on this PS (a barrier) must
+        # find the dead worker when their call times out, not this PS gone.
+        error = monitor.failure(dead, 'it never said it finished')
+        linger = options.op_timeout_secs + liveness.PROBE_INTERVAL_SECS
+        log('%s: %s; stopping in %gs' % (spec.name, error, linger))
+        time.sleep(linger)
+        raise error
+      time.sleep(liveness.PROBE_INTERVAL_SECS)

@@ -1,0 +1,55 @@
+"""One task of a cluster: which one it is, its loop, its exit status.
+
+Which task this process is comes from `--job_name/--task_index/--ps_hosts/
+--worker_hosts` or `TF_CONFIG` (see `task_spec`); a PS task runs
+`ps_task.run_ps`, a worker `worker_task.run_worker`. A task started by the
+launcher exits when the launcher is gone (see `launcher.watch_launcher`).
+"""
+
+import os
+
+from variable_mgr.benchmark import exit_status
+from variable_mgr.benchmark import output
+from variable_mgr.benchmark import run_config
+from variable_mgr.benchmark.cluster import launcher
+from variable_mgr.benchmark.cluster import liveness
+from variable_mgr.benchmark.cluster import ps_task
+from variable_mgr.benchmark.cluster import task_spec
+from variable_mgr.benchmark.cluster import worker_task
+
+
+def run(args, environ=None):
+  """Runs the task of the parsed flags (or TF_CONFIG).
+
+  Returns:
+    The exit status: 0, 1 (this or another task failed) or 2 (a bad
+    cluster or configuration); the error is one line on stderr.
+  """
+  environ = os.environ if environ is None else environ
+  launcher.watch_launcher(environ)
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  tf.get_logger().setLevel('ERROR')
+  return exit_status.status_of(lambda: run_task(args, environ),
+                               failures=(liveness.TaskFailedError,))
+
+
+def run_task(args, environ=None, log=print):
+  """Runs the task the flags (or TF_CONFIG) describe; returns 0.
+
+  Raises:
+    ClusterConfigError / VariableMgrError: a bad cluster or configuration.
+    TaskFailedError: another task died, or a call outlived its deadline.
+  """
+  spec = task_spec.resolve(args.job_name, args.task_index, args.ps_hosts,
+                           args.worker_hosts, environ)
+  if spec is None:
+    raise task_spec.MissingTaskError(
+        'no cluster task: pass --job_name, --task_index, --ps_hosts and '
+        '--worker_hosts, set TF_CONFIG, or use --launch_local_cluster.')
+  if spec.job_name == 'ps':
+    return ps_task.run_ps(spec, args, log)
+  results = worker_task.run_worker(spec, run_config.from_args(args), args,
+                                   log)
+  if args.output:
+    output.write_json(args.output, results)
+  return 0

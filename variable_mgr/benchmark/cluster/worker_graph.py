@@ -1,0 +1,164 @@
+"""The training graph of one worker of a ps/worker cluster.
+
+The harness builds the towers; this adds what a cluster needs around
+them: the global step on PS 0, the barriers of synchronous steps, the
+chief's `chief_ready` queue, and the `started`/`done` queues through which
+every worker tells every PS task it came up and finished.
+"""
+
+import collections
+
+from variable_mgr.benchmark import harness
+from variable_mgr.benchmark import models
+from variable_mgr.compat import tf
+
+PS_DEVICE = '/job:ps/replica:0/task:%d/cpu:0'
+
+
+WorkerGraph = collections.namedtuple('WorkerGraph', [
+    'graph', 'mgr', 'train_op', 'loss', 'global_step', 'global_init_op',
+    'local_init_op', 'post_init_op', 'staging_put_op', 'start_op',
+    'saver', 'ready_enqueue', 'ready_dequeue', 'started_op', 'done_op',
+    'done_sizes'])
+
+
+def worker_queues(ps_index, num_workers, kind):
+  """The queues on PS `ps_index` that worker k fills once: `kind` 'started'
+  when its session is up, 'done' when it finished."""
+  with tf.device(PS_DEVICE % ps_index):
+    return [tf.FIFOQueue(1, [tf.int32], shapes=[[]],
+                         shared_name='%s_worker_%d' % (kind, k),
+                         name='%s_worker_%d_ps_%d' % (kind, k, ps_index))
+            for k in range(num_workers)]
+
+
+def _after(op, grads):
+  """`grads` with every gradient read only after `op`."""
+  result = []
+  with tf.control_dependencies([op]):
+    for g, v in grads:
+      if g is None:
+        result.append((g, v))
+      elif isinstance(g, tf.IndexedSlices):
+        result.append((tf.IndexedSlices(tf.identity(g.values), g.indices,
+                                        g.dense_shape), v))
+      else:
+        result.append((tf.identity(g), v))
+  return result
+
+
+def build_worker_graph(config, host, spec, sync):
+  """The training graph of worker `spec.task_index`.
+
+  Args:
+    config: a resolved BenchmarkConfig.
+    host: the worker's ClusterBenchmarkCnn.
+    spec: the TaskSpec.
+    sync: synchronous steps across workers.
+
+  Returns:
+    A finalized WorkerGraph.
+
+  Raises:
+    VariableMgrError: the manager refuses the configuration.
+  """
+  model = models.get_model(config.model)
+  num_workers = spec.num_workers
+  barriers = sync and num_workers > 1
+  graph = tf.Graph()
+  with graph.as_default(), tf.variable_scope(
+      tf.get_variable_scope(), use_resource=config.use_resource_vars):
+    tf.set_random_seed(config.seed)
+    mgr = harness.create_manager(config, host)
+    with tf.device(PS_DEVICE % 0):
+      global_step = tf.train.get_or_create_global_step()
+    # Every tower of the cluster gets data of its own.
+    device_grads, losses, update_ops, staging_puts = harness.build_towers(
+        config, host, mgr, model, first_input=spec.task_index * host.num_gpus)
+
+    apply_devices, state = mgr.preprocess_device_grads(device_grads)
+    with tf.device(host.cpu_device):
+      average_loss = tf.add_n(losses) / float(len(losses))
+    gradients_ready = None
+    if barriers and config.variable_update == 'parameter_server':
+      # Shared variables: no worker may update them while another still
+      # reads them for this step's gradients (or staged puts).
+      gradients_ready = host.add_sync_queues_and_barrier(
+          'gradients_ready_', [tf.group(*state.variable_reads), average_loss])
+    optimizer = harness.make_optimizer(config)
+    training_ops = []
+    for i, device in enumerate(apply_devices):
+      with tf.device(device):
+        grads = mgr.get_gradients_to_apply(i, state)
+        if gradients_ready is not None:
+          grads = _after(gradients_ready, grads)
+        mgr.append_apply_gradients_ops(state, optimizer, grads, training_ops)
+
+    step_ops = training_ops + update_ops
+    if not sync or spec.is_chief:
+      with tf.device(PS_DEVICE % 0), tf.control_dependencies(step_ops):
+        step_ops = [global_step.assign_add(1).op]
+    with tf.device(host.cpu_device):
+      if barriers:
+        train_op = host.add_sync_queues_and_barrier('step_end_', step_ops)
+      else:
+        train_op = tf.group(*step_ops, name='train_op')
+      global_vars = tf.global_variables()
+      global_init_op = tf.variables_initializer(global_vars)
+      # Global variables on this worker's own task (collective_all_reduce's
+      # copies) are this worker's to initialise; the chief's global init
+      # covers its own.
+      own = [v for v in global_vars
+             if not spec.is_chief and _on_task(v, 'worker', spec.task_index)]
+      local_init_op = tf.group(tf.local_variables_initializer(),
+                               tf.variables_initializer(own))
+      post_init = mgr.get_post_init_ops()
+      post_init_op = tf.group(*post_init) if post_init else None
+      staging_put_op = tf.group(*staging_puts) if staging_puts else None
+      start_op = None
+      if barriers:
+        # No worker's first update may reach a master variable before every
+        # worker copied the masters into its own variables (post-init) or
+        # filled its staging areas.
+        start_op = host.add_sync_queues_and_barrier(
+            'training_start_', [op for op in (post_init_op, staging_put_op)
+                                if op is not None] or [tf.no_op()])
+      saver = None
+      if spec.is_chief and config.train_dir:
+        to_save = dict(mgr.get_variables_to_save())
+        if not any(v is global_step for v in to_save.values()):
+          to_save['global_step'] = global_step
+        saver = tf.train.Saver(to_save, max_to_keep=3)
+    with tf.device(PS_DEVICE % 0):
+      ready = tf.FIFOQueue(num_workers, [tf.int32], shapes=[[]],
+                           shared_name='chief_ready', name='chief_ready')
+      ready_enqueue = ready_dequeue = None
+      if spec.is_chief:
+        if num_workers > 1:
+          ready_enqueue = ready.enqueue_many(
+              [tf.zeros([num_workers - 1], tf.int32)])
+      else:
+        ready_dequeue = ready.dequeue()
+    signals = {}
+    done_sizes = []
+    for kind in ('started', 'done'):
+      ops = []
+      for p in range(len(spec.ps_hosts)):
+        queues = worker_queues(p, num_workers, kind)
+        ops.append(queues[spec.task_index].enqueue(
+            tf.constant(spec.task_index)))
+        if p == 0 and kind == 'done':
+          done_sizes = [q.size() for q in queues]
+      signals[kind] = tf.group(*ops, name='worker_%s' % kind)
+    graph.finalize()
+  return WorkerGraph(graph, mgr, train_op, average_loss, global_step,
+                     global_init_op, local_init_op, post_init_op,
+                     staging_put_op, start_op, saver, ready_enqueue,
+                     ready_dequeue, signals['started'], signals['done'],
+                     done_sizes)
+
+
+def _on_task(var, job, task):
+  """Whether `var` is placed on task `task` of job `job`."""
+  device = tf.DeviceSpec.from_string(var.device or '')
+  return device.job == job and device.task == task

@@ -1,0 +1,246 @@
+"""A worker task: builds its graph, starts, trains, saves, says it finished.
+
+Worker 0, the chief, initialises the global variables (or restores the
+latest checkpoint of `--train_dir`) and then puts one token a worker into
+the `chief_ready` queue on PS 0; every other worker waits for its token,
+bounded by `--startup_timeout_secs`. Every worker then initialises its
+local variables and runs the manager's post-init ops (distributed_replicated
+copies the masters into its local copies) and its staging warm-up; with
+synchronous steps a barrier then keeps every worker's first update back
+until every worker has done so.
+
+* **Synchronous steps** (`--cross_replica_sync`, the default): all
+  workers' gradients are computed before anyone updates (a barrier), and no
+  worker starts step t+1 before every worker finished step t
+  (tf_cnn_benchmarks' step-end barrier). The global step lives on PS 0 and
+  counts synchronous steps (the chief increments it). Each worker applies
+  the mean of its own towers' gradients: across workers the updates add
+  up, so with K workers of T towers one step is
+  `w -= lr * sum_k mean_t g_kt(w)` for parameter_server and
+  distributed_replicated alike; staged parameter_server applies the
+  gradients taken at the previous step's weights (one-step-stale).
+  collective_all_reduce instead applies the mean over every tower of every
+  worker (`w -= lr * mean_kt g_kt(w)`) to every worker's own copies, which
+  non-chief workers initialise themselves before the post-init broadcast
+  from the chief.
+* **Asynchronous steps** (`--cross_replica_sync=false`, parameter_server
+  only): every worker applies its own updates when they are ready; the
+  global step counts every worker's updates, and the worker probes the
+  other workers between steps.
+
+The chief saves a checkpoint every `--save_model_steps` steps (when not 0)
+and at the end into `--train_dir`, with the global step; a rerun restores
+the latest one.
+"""
+
+import collections
+import os
+import time
+
+import variable_mgr
+from variable_mgr import errors
+from variable_mgr.benchmark import output
+from variable_mgr.benchmark.cluster import deadline
+from variable_mgr.benchmark.cluster import liveness
+from variable_mgr.benchmark.cluster import servers
+from variable_mgr.benchmark.cluster import task_spec
+from variable_mgr.benchmark.cluster import worker_graph
+from variable_mgr.compat import tf
+
+SYNC_STRATEGIES = ('parameter_server', 'distributed_replicated',
+                   'collective_all_reduce')
+
+
+class ClusterOptionsError(errors.VariableMgrError):
+  """A cluster option that cannot be combined with the others."""
+
+
+def _check_options(config, sync):
+  if config.variable_update not in SYNC_STRATEGIES:
+    raise ClusterOptionsError(
+        '--variable_update=%s runs on one machine; across a cluster use %s.'
+        % (config.variable_update, ' or '.join(SYNC_STRATEGIES)))
+  if not sync and config.variable_update != 'parameter_server':
+    raise ClusterOptionsError(
+        '--cross_replica_sync=false with --variable_update=%s: asynchronous '
+        'updates exist only for parameter_server (%s synchronises every '
+        'variable each step); drop the flag or use parameter_server.' %
+        (config.variable_update, config.variable_update))
+
+
+def run_worker(spec, config, options, log=print):
+  """Trains as worker `spec.task_index`; returns the results dict.
+
+  Raises:
+    VariableMgrError: a configuration the manager refuses (before any
+      server starts).
+    TaskFailedError: another task died, or a call outlived its deadline.
+  """
+  sync = options.cross_replica_sync
+  _check_options(config, sync)
+  config = config.resolved()
+  host = variable_mgr.ClusterBenchmarkCnn(
+      spec.cluster_dict(), spec.task_index, config.num_gpus, config.device,
+      config.local_parameter_device)
+  output.print_header(config, host, log)
+  log('Cluster:     %s of %d PS + %d workers, %s' % (
+      spec.name, len(spec.ps_hosts), spec.num_workers,
+      'synchronous' if sync else 'asynchronous'))
+  start = time.time()
+  g = worker_graph.build_worker_graph(config, host, spec, sync)
+  build_seconds = time.time() - start
+
+  monitor = liveness.Monitor(spec, options.startup_timeout_secs)
+  num_cpus = config.num_gpus if config.device == 'cpu' else 1
+  server = servers.start_server(tf, spec, num_cpus)
+  monitor.wait_for(monitor.others(('ps',)),
+                   monitor.started + options.startup_timeout_secs)
+  sess = tf.Session(server.target, graph=g.graph,
+                    config=servers.session_config(tf, spec, options, num_cpus))
+  done_sizes = g.done_sizes
+
+  def finished(name):
+    k = int(name.split(':')[1])
+    try:
+      return bool(sess.run(done_sizes[k], options=tf.RunOptions(
+          timeout_in_ms=int(liveness.CONNECT_TIMEOUT_SECS * 2000))))
+    except tf.errors.OpError:
+      return False
+
+  call = deadline.DeadlineCaller(tf, sess, monitor, options.op_timeout_secs,
+                                 finished)
+  call(g.started_op, 'telling the PS tasks this worker started')
+  restored_from = None
+  # The graph is the default so that the Saver runs graph ops, not eager
+  # ones. The session is closed only after success: closing it deregisters
+  # its graphs on every task, which blocks while a dead PS does not answer.
+  with sess.as_default(), g.graph.as_default():
+    if spec.is_chief:
+      call(g.global_init_op, 'initialising the variables')
+      if g.saver is not None:
+        restored_from = tf.train.latest_checkpoint(config.train_dir)
+        if restored_from:
+          try:
+            g.saver.restore(sess, restored_from)
+          except tf.errors.OpError as e:
+            raise call.explain(e, 'restoring %s' % restored_from,
+                               options.op_timeout_secs)
+          log('Restored %s' % restored_from)
+      if g.ready_enqueue is not None:
+        call(g.ready_enqueue, 'telling the workers the variables are ready')
+    else:
+      _wait_for_chief(call, g, monitor, options, log)
+    call(g.local_init_op, 'initialising the local variables')
+    fetches = {'train': g.train_op, 'loss': g.loss}
+    if g.staging_put_op is not None:
+      fetches['staging'] = g.staging_put_op
+    if g.start_op is not None:
+      # The post-init ops and the staging warm-up, then a barrier.
+      call(g.start_op, 'running the post-init ops and waiting for every '
+           'worker')
+    else:
+      if g.post_init_op is not None:
+        call(g.post_init_op, 'running the post-init ops')
+      if g.staging_put_op is not None:
+        call(g.staging_put_op, 'filling the staging areas')
+    first_global_step = int(call(g.global_step, 'reading the global step'))
+    log('Global step: %d at start' % first_global_step)
+
+    step_times, losses = [], []
+    total_seconds = 0.0
+    global_batch = config.batch_size * host.num_gpus
+    last_probe = time.time()
+    started_all = False
+    if config.num_warmup_batches:
+      log('Running warm up')
+    for step in range(-config.num_warmup_batches, config.num_batches):
+      if step == 0:
+        if config.num_warmup_batches:
+          log('Done warm up')
+        log('Step\tImg/sec\tloss')
+        loop_start = time.time()
+      if not sync and time.time() - last_probe > liveness.PROBE_INTERVAL_SECS:
+        # Asynchronous workers never wait for each other: probe.
+        dead = monitor.dead(monitor.others(('worker',)), finished)
+        if dead:
+          raise monitor.failure(dead, 'it never said it finished')
+        last_probe = time.time()
+      step_start = time.time()
+      out = call(fetches, 'running step %d' % (
+          step + config.num_warmup_batches + 1))
+      elapsed = time.time() - step_start
+      if sync and not started_all:
+        # A synchronous step passed every worker's barrier: all tasks are up,
+        # and from now on one that does not answer is dead.
+        monitor.seen.update(task_spec.task_name(job, i)
+                            for job, i, _ in spec.all_tasks())
+        started_all = True
+      if (g.saver is not None and config.train_dir and
+          options.save_model_steps and
+          (step + config.num_warmup_batches + 1) %
+          options.save_model_steps == 0):
+        _save(call, g, sess, config.train_dir, log)
+      if step < 0:
+        continue
+      step_times.append(elapsed)
+      losses.append(float(out['loss']))
+      if step == 0 or (step + 1) % config.display_every == 0:
+        log('%i\t%s\t%.3f' % (step + 1, output.perf_timing_str(
+            global_batch, step_times), losses[-1]))
+    if step_times:
+      total_seconds = time.time() - loop_start
+    global_step = int(call(g.global_step, 'reading the global step'))
+    if g.saver is not None:
+      _save(call, g, sess, config.train_dir, log)
+    call(g.done_op, 'telling the PS tasks this worker finished')
+  sess.close()
+
+  images_per_sec = output.report_throughput(global_batch, step_times,
+                                            total_seconds, log)
+  return collections.OrderedDict([
+      ('task', spec.name),
+      ('images_per_sec', images_per_sec),
+      ('final_loss', losses[-1] if losses else None),
+      ('losses', losses),
+      ('global_step', global_step),
+      ('first_global_step', first_global_step),
+      ('restored_from', restored_from),
+      ('build_seconds', build_seconds),
+      ('config', config._asdict()),
+  ])
+
+
+def _save(call, g, sess, train_dir, log):
+  os.makedirs(train_dir, exist_ok=True)
+  step = int(call(g.global_step, 'reading the global step'))
+  path = g.saver.save(sess, os.path.join(train_dir, 'model.ckpt'),
+                      global_step=step)
+  log('Saved %s' % path)
+
+
+def _wait_for_chief(call, g, monitor, options, log):
+  """Takes this worker's token from `chief_ready`, probing the chief and the
+  PS tasks between short waits."""
+  log('Waiting for the chief to initialise the variables')
+  give_up = monitor.started + options.startup_timeout_secs
+  tasks = monitor.others(('ps',)) + [
+      t for t in monitor.others(('worker',)) if t[1] == 0]
+  while True:
+    try:
+      call.sess.run(g.ready_dequeue, options=call.tf.RunOptions(
+          timeout_in_ms=int(liveness.PROBE_INTERVAL_SECS * 1000)))
+      return
+    except call.tf.errors.DeadlineExceededError:
+      pass
+    except call.tf.errors.OpError as e:
+      raise call.explain(e, 'waiting for the chief',
+                         liveness.PROBE_INTERVAL_SECS)
+    dead = monitor.dead(tasks)
+    if dead:
+      raise monitor.failure(dead, 'the variables were never initialised')
+    if time.time() > give_up:
+      raise liveness.TaskFailedError(
+          'task %s: the chief (worker:0) did not initialise the variables '
+          'within --startup_timeout_secs=%g; raise it, or look at the '
+          'chief\'s log.' % (monitor.spec.name,
+                             options.startup_timeout_secs))
