@@ -38,7 +38,7 @@ GRADIENTS_COLOCATE = compat.major_version() >= 2
 # on the tower device: tf.train.replica_device_setter's, which
 # VariableMgrLocalFetchFromPS.get_devices returns for
 # local_parameter_device='cpu'.
-GATHER_LEFT_ON_TOWER = ('ps_cpu',)
+GATHER_LEFT_ON_TOWER = ()
 
 GATHER_NOT_PLACED = (
     'TensorFlow 2 only: a tf.gather of a table (ResourceGather, or GatherV2 '

@@ -82,7 +82,7 @@ class VariableMgrLocalFetchFromPS(_SharedVariablesMgr):
     if self.benchmark_cnn.local_parameter_device_flag == 'gpu':
       return [placement.ParamServerDeviceSetter(d, raw_devices)
               for d in raw_devices]
-    return [tf.train.replica_device_setter(
+    return [placement.replica_device_setter(
         worker_device=d, ps_device=self.benchmark_cnn.param_server_device,
         ps_tasks=1, ps_ops=compat.ps_ops()) for d in raw_devices]
 
@@ -127,7 +127,7 @@ class VariableMgrDistributedFetchFromPS(_SharedVariablesMgr):
   def get_devices(self):
     ps_strategy = placement.GreedyLoadBalancingStrategy(
         len(self.benchmark_cnn.ps_hosts), placement.byte_size_load_fn)
-    return [tf.train.replica_device_setter(
+    return [placement.replica_device_setter(
         worker_device=d, cluster=self.benchmark_cnn.cluster,
         ps_strategy=ps_strategy, ps_ops=compat.ps_ops())
             for d in self.benchmark_cnn.raw_devices]
