@@ -17,6 +17,11 @@ import json
 import os
 import sys
 
+from variable_mgr import errors
+from variable_mgr.benchmark import local_run
+from variable_mgr.benchmark import report
+from variable_mgr.benchmark import run_config
+
 TABLE_FILE = 'results.md'
 CHART_FILE = 'results.png'
 JSON_FILE = 'results.json'
@@ -61,19 +66,18 @@ def _fmt(value, pattern):
 
 def markdown_table(rows, title):
   """The rows as a Markdown table, under a `## title` heading."""
-  lines = ['## %s' % title, '',
-           '| strategy | towers | images/sec | scaling efficiency | '
-           'step (ms) | final loss |',
-           '|---|---:|---:|---:|---:|---:|']
+  cells = []
   for r in rows:
     if r.error:
-      lines.append('| %s | %d | refused: %s | | | |' %
-                   (r.strategy, r.towers, r.error.replace('|', '/')))
+      cells.append([r.strategy, str(r.towers),
+                    'refused: %s' % r.error.replace('|', '/'), '', '', ''])
       continue
-    lines.append('| %s | %d | %s | %s | %s | %s |' % (
-        r.strategy, r.towers, _fmt(r.images_per_sec, '%.1f'),
-        _fmt(r.efficiency, '%.2f'), _fmt(r.step_ms, '%.1f'),
-        _fmt(r.final_loss, '%.3f')))
+    cells.append([r.strategy, str(r.towers), _fmt(r.images_per_sec, '%.1f'),
+                  _fmt(r.efficiency, '%.2f'), _fmt(r.step_ms, '%.1f'),
+                  _fmt(r.final_loss, '%.3f')])
+  lines = ['## %s' % title, ''] + report.table(
+      ['strategy', 'towers', 'images/sec', 'scaling efficiency', 'step (ms)',
+       'final loss'], cells, 'lrrrrr')
   return '\n'.join(lines) + '\n'
 
 
@@ -121,10 +125,6 @@ def run_compare(args, log=print):
   Returns:
     The list of Rows.
   """
-  from variable_mgr import errors  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import local_run  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
-
   towers = sorted(set([1] + list(args.compare_towers)))
   runs = [(s, k) for s in args.compare_strategies for k in towers]
   speeds, outcomes = {}, {}
