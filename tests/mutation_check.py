@@ -170,6 +170,13 @@ MUTATIONS = [
          tests=[SEED_BUGS + 'test_variables_to_save_distributed_replicated_'
                 'are_masters']),
 
+    dict(name='distributed-ps-caches-everything-on-the-cpu',
+         path='variable_mgr/strategies/parameter_server.py',
+         old='      caching_devices = self.benchmark_cnn.raw_devices\n',
+         new='      caching_devices = [self.benchmark_cnn.cpu_device]\n',
+         tests=[PLACEMENT + 'test_distributed_ps_caches_large_variables_by_'
+                'parameter_device']),
+
     # -- NCCL (tests/test_placement_graphs.py) ----------------------------------
     dict(name='nccl-outputs-reversed',
          path='variable_mgr/aggregation.py',

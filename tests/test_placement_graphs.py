@@ -190,6 +190,40 @@ def test_distributed_ps_caches_on_the_worker(variable_kind):
       _canonical(host.cpu_device)}
 
 
+@pytest.mark.parametrize('flag', ['cpu', 'gpu'])
+def test_distributed_ps_caches_large_variables_by_parameter_device(
+    flag, variable_kind):
+  """local_parameter_device 'gpu' spreads the cached copies of large
+  variables (64K elements or more) over the tower devices, least loaded
+  first; 'cpu' caches them on the worker's CPU. Small ones go to the CPU
+  either way."""
+  def model():
+    variables = [tf1.get_variable(n, s) for n, s in (
+        ('big1', [256, 300]), ('big2', [256, 256]), ('small', [7]))]
+    return tf.add_n([tf.reduce_sum(v) for v in variables])
+
+  with tf.Graph().as_default() as graph:
+    host = variable_mgr.ClusterBenchmarkCnn(
+        CLUSTER, task_index=0, num_towers=2, local_parameter_device=flag)
+    mgr = variable_mgr.create('parameter_server', host)
+    _build(mgr, host, 2, model=model, train=False)
+    cached = {}
+    for var in tf1.global_variables():
+      # The cached copy: an Identity on the worker of the variable's value.
+      readers = [op for op in graph.get_operations()
+                 if op.type == 'Identity' and
+                 _spec(op.device).job == 'worker' and
+                 _read_source(op.inputs[0]) == var.op.name]
+      cached[var.op.name] = sorted(set(_canonical(op.device)
+                                       for op in readers))
+  cpu, tower1 = _canonical(host.raw_devices[0]), _canonical(
+      host.raw_devices[1])
+  assert _canonical(host.cpu_device) == cpu
+  expected_big2 = tower1 if flag == 'gpu' else cpu
+  assert cached == {'v/big1': [cpu], 'v/big2': [expected_big2],
+                    'v/small': [cpu]}
+
+
 def test_distributed_replicated_locals_and_masters(variable_kind):
   with tf.Graph().as_default() as graph:
     host = _cluster_host()
