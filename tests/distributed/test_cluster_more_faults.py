@@ -1,0 +1,344 @@
+"""Cluster paths the other cluster tests leave out: README's own cluster
+command with --save_model_steps, the chief dying (under
+collective_all_reduce), the launcher dying (under distributed_replicated),
+the startup timeouts, and the launcher's refusal inside a task.
+
+Every wait is bounded by the cluster's own deadlines (clusterlib.Deadlines);
+a task started alone gets its port again when another process took it.
+"""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import tensorflow as _tf
+
+import clusterlib
+
+tf = _tf.compat.v1
+
+OP_TIMEOUT = 5
+STARTUP_TIMEOUT = 4
+# README's cluster command, as it is printed there.
+README_COMMAND = ['--num_ps', '1', '--num_workers', '2', '--variable_update',
+                  'distributed_replicated', '--model', 'trivial',
+                  '--num_gpus', '2']
+LAUNCHER_FD_ENV = 'VARIABLE_MGR_LAUNCHER_FD'
+
+
+@pytest.fixture
+def launches():
+  """`start(flags, module=...)` as the `launch` fixture, any module."""
+  started = []
+
+  def start(flags, module='variable_mgr.benchmark.distributed'):
+    cluster = clusterlib.Launch(flags, module=module)
+    started.append(cluster)
+    return cluster
+
+  try:
+    yield start
+  finally:
+    for cluster in started:
+      cluster.cleanup()
+
+
+def _checkpoints(train_dir):
+  """{global step: variables} of every checkpoint in `train_dir`."""
+  result = {}
+  for name in os.listdir(train_dir):
+    if name.startswith('model.ckpt-') and name.endswith('.index'):
+      reader = tf.train.load_checkpoint(os.path.join(train_dir, name[:-6]))
+      values = dict((n, reader.get_tensor(n))
+                    for n in reader.get_variable_to_shape_map())
+      step = int(values.pop('global_step'))
+      assert name == 'model.ckpt-%d.index' % step, name
+      result[step] = values
+  return result
+
+
+def test_readme_cluster_command_saves_every_n_steps(launches, tmp_path):
+  """`python -m variable_mgr.benchmark --launch_local_cluster ...` as README
+  gives it, with --save_model_steps 2 over 4 steps: the chief writes
+  checkpoints at global steps 2 and 4 (besides the initial one), the last
+  one the NumPy reference's variables after 4 steps.
+
+  The values of the step-2 checkpoint are not checked here: under
+  distributed_replicated nothing keeps worker 1 from applying its next
+  update to the masters while the chief saves, so the checkpoint may hold
+  part of step 3 (see the parameter_server test below, where a barrier
+  keeps every update back until the chief computed its gradients)."""
+  train_dir = str(tmp_path / 'train')
+  initial = clusterlib.initial_values(seed=3)
+  clusterlib.write_checkpoint(train_dir, initial, 0)
+  cluster = launches(README_COMMAND + clusterlib.BASE_FLAGS[4:] + [
+      '--num_batches', '4', '--save_model_steps', '2', '--train_dir',
+      train_dir, '--op_timeout_secs', '30'], module='variable_mgr.benchmark')
+  assert cluster.finish() == 0, cluster.output
+  clusterlib.assert_all_gone(cluster)
+  assert 'cluster total images/sec' in cluster.output
+  saved = [l for l in cluster.lines if l.startswith('[worker:0] Saved ')]
+  assert [l.rsplit('-', 1)[1] for l in saved] == ['2', '4', '4'], saved
+  assert not any(l.startswith('[worker:1] Saved') for l in cluster.lines)
+  checkpoints = _checkpoints(train_dir)
+  assert sorted(checkpoints) == [0, 2, 4]
+  clusterlib.assert_close(checkpoints[4], clusterlib.reference(initial, 2, 4))
+
+
+def test_parameter_server_spread_saves_every_n_steps(launches, tmp_path):
+  """parameter_server with --local_parameter_device gpu (the variables'
+  cached copies spread over the tower devices) and --save_model_steps 2:
+  the checkpoints of global steps 2 and 4 hold the NumPy reference's
+  variables after 2 and 4 steps."""
+  train_dir = str(tmp_path / 'train')
+  initial = clusterlib.initial_values(seed=4)
+  clusterlib.write_checkpoint(train_dir, initial, 0)
+  cluster = launches(clusterlib.BASE_FLAGS + [
+      '--variable_update', 'parameter_server', '--local_parameter_device',
+      'gpu', '--num_ps', '1', '--num_workers', '2', '--num_batches', '4',
+      '--save_model_steps', '2', '--train_dir', train_dir,
+      '--op_timeout_secs', '30'])
+  assert cluster.finish() == 0, cluster.output
+  clusterlib.assert_all_gone(cluster)
+  checkpoints = _checkpoints(train_dir)
+  assert sorted(checkpoints) == [0, 2, 4]
+  for step in (2, 4):
+    clusterlib.assert_close(checkpoints[step],
+                            clusterlib.reference(initial, 2, step))
+
+
+def _kill_mid_run(cluster, victim):
+  """Waits for both workers' step 2, kills `victim`; returns the launcher's
+  status, bounded by the cluster's failure deadline."""
+  cluster.wait_for_line(r'^\[worker:1\] 2\t', step=2)
+  cluster.wait_for_line(r'^\[worker:0\] 2\t', step=2)
+  os.kill(cluster.tasks()[victim], signal.SIGKILL)
+  return cluster.finish(cluster.deadlines.stop)
+
+
+def test_dead_chief_under_collective_all_reduce(launches):
+  """The chief dies mid-run: the other worker (blocked in a collective
+  with it) and the PS exit with status 1, each naming worker:0."""
+  cluster = launches(clusterlib.BASE_FLAGS + [
+      '--variable_update', 'collective_all_reduce', '--num_ps', '1',
+      '--num_workers', '2', '--num_batches', '100000', '--op_timeout_secs',
+      str(OP_TIMEOUT)])
+  assert _kill_mid_run(cluster, 'worker:0') == 1, cluster.output
+  clusterlib.assert_all_gone(cluster)
+  summary = [l for l in cluster.lines if l.startswith('launcher: error:')]
+  assert summary == ['launcher: error: worker:0 failed first (killed by '
+                     'SIGKILL); ps:0: exit status 1; worker:1: exit status 1'
+                    ], cluster.output
+  for name in ('ps:0', 'worker:1'):
+    errors = [l for l in cluster.lines
+              if l.startswith('[%s] variable_mgr_benchmark: error:' % name)]
+    assert len(errors) == 1, cluster.output
+    # The PS may find worker:1 gone as well, once it noticed and exited.
+    assert re.search(r'dead tasks?: (\S+ at \S+ \([a-z ]+\), )?worker:0 at '
+                     r'127\.0\.0\.1:', errors[0]), errors[0]
+
+
+def test_tasks_exit_when_the_launcher_dies(launches):
+  """The launcher is killed (SIGKILL: no cleanup of its own) while a
+  distributed_replicated cluster trains: every task sees its pipe close
+  and exits at once."""
+  cluster = launches(clusterlib.BASE_FLAGS + [
+      '--variable_update', 'distributed_replicated', '--num_ps', '1',
+      '--num_workers', '2', '--num_batches', '100000', '--op_timeout_secs',
+      str(OP_TIMEOUT)])
+  cluster.wait_for_line(r'^\[worker:1\] 2\t', step=2)
+  pids = cluster.tasks()
+  assert sorted(pids) == ['ps:0', 'worker:0', 'worker:1']
+  os.kill(cluster.process.pid, signal.SIGKILL)
+  # No deadline is involved: end of file on the pipe ends a task.
+  clusterlib.assert_all_gone(cluster, within=cluster.deadlines.call)
+
+
+# -- Tasks started one by one --------------------------------------------------
+
+
+def _listening_socket():
+  """A socket of 127.0.0.1 that accepts connections and nothing else."""
+  sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+  sock.bind(('127.0.0.1', 0))
+  sock.listen(16)
+  return sock
+
+
+def _closed_port():
+  """A port of 127.0.0.1 that refuses connections: bound, never listening,
+  so no other process can take it while the socket is open."""
+  sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+  sock.bind(('127.0.0.1', 0))
+  return sock
+
+
+def _free_port():
+  sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+  sock.bind(('127.0.0.1', 0))
+  port = sock.getsockname()[1]
+  sock.close()
+  return port
+
+
+class _Tasks(object):
+  """Tasks of `python -m variable_mgr.benchmark` started by hand."""
+
+  def __init__(self):
+    self.processes = []
+
+  def start(self, flags, env=None):
+    environ = dict(os.environ, PYTHONPATH=clusterlib.REPO,
+                   TF_CPP_MIN_LOG_LEVEL='2')
+    environ.pop('TF_CONFIG', None)
+    environ.update(env or {})
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'variable_mgr.benchmark'] + list(flags),
+        cwd=clusterlib.REPO, env=environ, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True, universal_newlines=True)
+    self.processes.append(process)
+    return process
+
+  def stop(self):
+    for process in self.processes:
+      try:
+        os.killpg(process.pid, signal.SIGKILL)
+      except (ProcessLookupError, PermissionError):
+        pass
+      process.communicate()
+
+
+@pytest.fixture
+def tasks():
+  started = _Tasks()
+  try:
+    yield started
+  finally:
+    started.stop()
+
+
+def _cluster_flags(ps_hosts, worker_hosts, job, index):
+  return clusterlib.BASE_FLAGS + [
+      '--variable_update', 'parameter_server', '--num_batches', '2',
+      '--op_timeout_secs', str(OP_TIMEOUT), '--startup_timeout_secs',
+      str(STARTUP_TIMEOUT), '--job_name', job, '--task_index', str(index),
+      '--ps_hosts', ','.join(ps_hosts), '--worker_hosts',
+      ','.join(worker_hosts)]
+
+
+def _run_until_exit(tasks, make_flags):
+  """Starts the task `make_flags(own_port)` gives and waits for its exit,
+  within the cluster's deadlines; starts it again on another port when
+  its own was taken. Returns (status, output, seconds)."""
+  for _ in range(clusterlib.PORT_ATTEMPTS):
+    flags = make_flags(_free_port())
+    deadlines = clusterlib.Deadlines(flags)
+    start = time.time()
+    process = tasks.start(flags)
+    output, _ = process.communicate(
+        timeout=deadlines.until_step(0) + deadlines.stop)
+    if clusterlib.PORT_TAKEN not in output:
+      return process.returncode, output, time.time() - start
+  raise AssertionError('every port was taken:\n' + output)
+
+
+def test_worker_gives_up_on_a_ps_that_never_comes_up(tasks):
+  """Nothing listens at the PS address: the worker exits with status 1
+  after --startup_timeout_secs, naming the PS."""
+  ps = _closed_port()
+  try:
+    ps_host = '127.0.0.1:%d' % ps.getsockname()[1]
+    status, output, seconds = _run_until_exit(
+        tasks, lambda port: _cluster_flags(
+            [ps_host], ['127.0.0.1:%d' % port], 'worker', 0))
+  finally:
+    ps.close()
+  assert status == 1, output
+  errors = [l for l in output.splitlines()
+            if l.startswith('variable_mgr_benchmark: error:')]
+  assert len(errors) == 1, output
+  assert ('dead task: ps:0 at %s (never came up within %gs)' %
+          (ps_host, STARTUP_TIMEOUT)) in errors[0], errors[0]
+  # It waited the whole startup timeout (the clock starts after the build).
+  assert seconds >= STARTUP_TIMEOUT, output
+
+
+def test_worker_gives_up_on_a_chief_that_never_initialises(tasks):
+  """The chief's address answers but no chief runs there: worker 1,
+  waiting for the variables, exits with status 1 once
+  --startup_timeout_secs have passed, and says so."""
+  chief = _listening_socket()
+  try:
+    chief_host = '127.0.0.1:%d' % chief.getsockname()[1]
+    for _ in range(clusterlib.PORT_ATTEMPTS):
+      ps_port, worker_port = _free_port(), _free_port()
+      ps_hosts = ['127.0.0.1:%d' % ps_port]
+      worker_hosts = [chief_host, '127.0.0.1:%d' % worker_port]
+      ps = tasks.start(_cluster_flags(ps_hosts, worker_hosts, 'ps', 0))
+      status, output, _ = _run_until_exit(
+          tasks, lambda port: _cluster_flags(
+              ps_hosts, [chief_host, '127.0.0.1:%d' % port], 'worker', 1))
+      if ps.poll() is not None:
+        ps_output = ps.communicate()[0]
+        if clusterlib.PORT_TAKEN in ps_output:
+          continue  # The PS's port was taken: both again.
+        raise AssertionError('the PS exited first:\n' + ps_output)
+      break
+  finally:
+    chief.close()
+  assert status == 1, output
+  assert 'Waiting for the chief to initialise the variables' in output
+  errors = [l for l in output.splitlines()
+            if l.startswith('variable_mgr_benchmark: error:')]
+  assert len(errors) == 1, output
+  assert ('the chief (worker:0) did not initialise the variables within '
+          '--startup_timeout_secs=%g' % STARTUP_TIMEOUT) in errors[0], errors[0]
+
+
+def test_launcher_refuses_to_run_inside_a_task(tasks):
+  process = tasks.start(README_COMMAND + ['--launch_local_cluster'],
+                        env={LAUNCHER_FD_ENV: '3'})
+  output, _ = process.communicate(timeout=clusterlib.PROCESS_START_SECS)
+  assert process.returncode == 2, output
+  errors = [l for l in output.splitlines()
+            if l.startswith('variable_mgr_benchmark: error:')]
+  assert errors == ['variable_mgr_benchmark: error: --launch_local_cluster '
+                    'inside a launched task: a task runs one cluster task '
+                    'only.'], output
+  assert 'launcher: started' not in output
+
+
+# -- The helpers themselves ----------------------------------------------------
+
+
+def test_a_taken_port_starts_the_cluster_again(tmp_path, monkeypatch):
+  """clusterlib.Launch starts a launcher that failed on a taken port again
+  (here a stand-in launcher fails so once, then succeeds)."""
+  fake = tmp_path / 'fake_launcher.py'
+  count = tmp_path / 'attempts'
+  fake.write_text(
+      'import os, sys\n'
+      'path = %r\n'
+      'n = int(open(path).read()) if os.path.exists(path) else 0\n'
+      'open(path, "w").write(str(n + 1))\n'
+      'if n == 0:\n'
+      '  print("[ps:0] variable_mgr_benchmark: error: UnknownError failed '
+      'while running: %s")\n'
+      '  sys.exit(1)\n'
+      'print("cluster total images/sec: 1.00")\n' % (
+          str(count), clusterlib.PORT_TAKEN))
+  monkeypatch.setenv('PYTHONPATH', str(tmp_path))
+  cluster = clusterlib.Launch(['--num_batches', '1'], module='fake_launcher')
+  try:
+    assert cluster.finish() == 0, cluster.output
+    assert cluster.attempts == 2
+    assert count.read_text() == '2'
+    assert cluster.lines == ['cluster total images/sec: 1.00']
+  finally:
+    cluster.cleanup()
