@@ -227,3 +227,14 @@ def get_model(name):
   except KeyError:
     raise KeyError('unknown model %r: choose one of %s' %
                    (name, ', '.join(MODEL_NAMES)))
+
+
+def variable_shapes(name):
+  """The shapes of model `name`'s trainable variables, in order, from one
+  build into a scratch graph that is then thrown away."""
+  model = get_model(name)
+  with tf.Graph().as_default():
+    images = tf.placeholder(tf.float32, [1] + list(model.image_shape))
+    labels = tf.placeholder(tf.int32, [1])
+    model.build(images, labels, is_training=True)
+    return [v.shape.as_list() for v in tf.trainable_variables()]

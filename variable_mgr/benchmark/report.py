@@ -53,18 +53,24 @@ def spread_text(s, unit='x', digits=2):
                                               s.low, digits, s.high)
 
 
+def other_side(s, goal, unit='x', digits=2):
+  """The rounds of `s` on the other side of 'at most `goal`' from its
+  median, e.g. '1 of 5 rounds above 0.65x'; '' when there are none."""
+  above = s.count_above(goal)
+  ok = s.median <= goal
+  count = above if ok else s.rounds - above
+  if not count:
+    return ''
+  return '%d of %d rounds %s %.*f%s' % (
+      count, s.rounds, 'above' if ok else 'at or below', digits, goal, unit)
+
+
 def goal_verdict(s, goal, unit='x', digits=2):
   """The verdict of 'at most `goal`' on the median of `s`, with the rounds
-  that fall on the other side of the goal, e.g. 'met (1 of 5 rounds above
-  0.65x)'."""
-  ok = s.median <= goal
-  other_side = s.count_above(goal) if ok else s.rounds - s.count_above(goal)
-  text = verdict(ok)
-  if other_side:
-    text += ' (%d of %d rounds %s %.*f%s)' % (
-        other_side, s.rounds, 'above' if ok else 'at or below', digits, goal,
-        unit)
-  return text
+  on the other side of the goal, e.g. 'met (1 of 5 rounds above 0.65x)'."""
+  text = verdict(s.median <= goal)
+  rounds = other_side(s, goal, unit, digits)
+  return text + (' (%s)' % rounds if rounds else '')
 
 
 def verdict_line(what, s, goal, unit='x', digits=2):
