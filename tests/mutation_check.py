@@ -39,6 +39,7 @@ RUN_TIMEOUT_SECS = 900
 
 SEED_BUGS = 'tests/test_seed_bugs.py::'
 PLACEMENT = 'tests/test_placement_graphs.py::'
+ORDERING = 'tests/test_ordering.py::'
 
 # name: what the bug is; path: the library file; old: the exact text there;
 # new: the text that brings the bug back; tests: pytest node ids, at least
@@ -226,6 +227,61 @@ MUTATIONS = [
          new='           if False]\n',
          tests=['tests/test_errors.py::test_distributed_replicated_host_'
                 'inheriting_the_barrier_stub']),
+    # -- Update ordering (tests/test_ordering.py) -------------------------------
+    # The seed's race: updates ordered after nothing but their gradient.
+    dict(name='ordering-none',
+         path='variable_mgr/ordering.py',
+         old='  if grad is None or not ops:\n    return grad\n',
+         new='  if True:\n    return grad\n',
+         tests=[ORDERING + 'test_an_update_waits_for_a_late_read_of_its_'
+                'variable',
+                ORDERING + 'test_every_update_follows_every_read_of_its_'
+                'variable',
+                ORDERING + 'test_distributed_updates_wait_for_their_own_'
+                'reads_only']),
+    # The step-wide barrier this library had: every update after every
+    # gradient of every tower.
+    dict(name='ordering-step-wide-barrier',
+         path='variable_mgr/base.py',
+         old='    apply_devices, payload = self._preprocess(towers)\n',
+         new='    every = [g.op for t in towers for g, _ in t if g is not None]\n'
+             '    waits = dict((k, w + every) for k, w in waits.items())\n'
+             '    apply_devices, payload = self._preprocess(towers)\n',
+         tests=[ORDERING + 'test_independent_towers_wait_for_nothing_of_each_'
+                'other',
+                ORDERING + 'test_the_last_layer_does_not_wait_for_the_first_'
+                'layers_gradient',
+                ORDERING + 'test_distributed_updates_wait_for_their_own_'
+                'reads_only']),
+    # TF 1.x cond and loop bodies walked through as if they were plain ops:
+    # a control edge from an untaken branch kills the update.
+    dict(name='ordering-into-control-flow',
+         path='variable_mgr/ordering.py',
+         old="_CONTROL_FLOW_ENTRIES = frozenset(['Switch', 'RefSwitch', "
+             "'Enter', 'RefEnter'])\n",
+         new='_CONTROL_FLOW_ENTRIES = frozenset()\n'
+             "FORWARDING_OP_TYPES = FORWARDING_OP_TYPES | frozenset(['Switch', "
+             "'RefSwitch', 'Enter', 'RefEnter', 'Merge', 'RefMerge', 'Exit', "
+             "'RefExit', 'NextIteration', 'RefNextIteration'])\n",
+         tests=[ORDERING + 'test_reads_inside_cond_and_while_loop']),
+    # A ref variable's aliases not followed past the ops that pass its
+    # buffer on (its own read Identity, a StopGradient): the readers behind
+    # them are missed.
+    dict(name='ordering-aliases-not-followed',
+         path='variable_mgr/ordering.py',
+         old='        frontier.extend(consumer.outputs)\n',
+         new='        pass\n',
+         tests=[ORDERING + 'test_an_update_waits_for_a_late_read_of_its_'
+                'variable',
+                ORDERING + 'test_every_update_follows_every_read_of_its_'
+                'variable']),
+    # Staged areas: a get of an unused variable that no update takes.
+    dict(name='staging-orphan-gets-dropped',
+         path='variable_mgr/staging.py',
+         old='  if orphans and names:\n',
+         new='  if False:\n',
+         tests=['tests/test_staging.py::test_areas_hold_one_item_after_every_'
+                'step']),
 ]
 
 
