@@ -9,9 +9,6 @@ import time
 import clusterlib
 
 OP_TIMEOUT = 5
-# The survivors' bound: one deadline, the PS's extra deadline of service, a
-# probe interval and the launcher's polling, with slack for a loaded machine.
-BOUND = 2 * OP_TIMEOUT + 15
 
 
 def _kill_mid_run(launch, victim, num_ps=1):
@@ -20,15 +17,18 @@ def _kill_mid_run(launch, victim, num_ps=1):
       '--num_workers', '2', '--num_batches', '100000',
       '--op_timeout_secs', str(OP_TIMEOUT)])
   # Both workers are training.
-  cluster.wait_for_line(r'^\[worker:1\] 2\t', clusterlib.HARD_TIMEOUT_SECS)
-  cluster.wait_for_line(r'^\[worker:0\] 2\t', 10)
+  cluster.wait_for_line(r'^\[worker:1\] 2\t', step=2)
+  cluster.wait_for_line(r'^\[worker:0\] 2\t', step=2)
   pids = cluster.tasks()
   os.kill(pids[victim], signal.SIGKILL)
   killed_at = time.time()
-  status = cluster.finish(BOUND)
+  # The survivors' bound is the cluster's own: a call's deadline, its
+  # watchdog and probe, then the launcher's margin (clusterlib.Deadlines).
+  bound = cluster.deadlines.stop
+  status = cluster.finish(bound)
   elapsed = time.time() - killed_at
   assert status == 1, cluster.output
-  assert elapsed < BOUND, cluster.output
+  assert elapsed < bound, cluster.output
   clusterlib.assert_all_gone(cluster)
   summary = [l for l in cluster.lines if l.startswith('launcher: error:')]
   assert summary == ['launcher: error: %s failed first (killed by SIGKILL); %s'
@@ -75,8 +75,8 @@ def test_ctrl_c_stops_every_task(launch):
       '--variable_update', 'distributed_replicated', '--num_ps', '1',
       '--num_workers', '2', '--num_batches', '100000',
       '--op_timeout_secs', str(OP_TIMEOUT)])
-  cluster.wait_for_line(r'^\[worker:0\] 2\t', clusterlib.HARD_TIMEOUT_SECS)
+  cluster.wait_for_line(r'^\[worker:0\] 2\t', step=2)
   os.kill(cluster.process.pid, signal.SIGINT)
-  assert cluster.finish(15) == 130, cluster.output
+  assert cluster.finish(cluster.deadlines.stop) == 130, cluster.output
   assert 'launcher: interrupted: stopping every task' in cluster.output
   clusterlib.assert_all_gone(cluster)
