@@ -47,9 +47,6 @@ tf = _tf.compat.v1
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-# A fixed bound some tests pass to `wait_for_line`; `Launch.deadline` is
-# the cluster's own.
-HARD_TIMEOUT_SECS = 150
 # What no deadline of the cluster bounds: starting a Python process that
 # imports TensorFlow and builds the graph, on a loaded machine.
 PROCESS_START_SECS = 60.0
