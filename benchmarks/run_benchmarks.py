@@ -111,12 +111,18 @@ def _tf():
   return tensorflow
 
 
+def resnet50_variable_shapes():
+  """The shapes of `models.resnet50`'s trainable variables, in order."""
+  from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
+  return models.variable_shapes('resnet50')
+
+
 def register_resnet50_vars(shapes=None):
   """Adds the `resnet50_vars` model to the harness's model table.
 
   Args:
-    shapes: the variable shapes (default: `models.variable_shapes(
-      'resnet50')`, computed here).
+    shapes: the variable shapes (default: `resnet50_variable_shapes()`,
+      computed here).
 
   Its loss is the softmax cross-entropy of logits
   `(sum_i x * mean(v_i) + mean(image)) * class_weights`, x the batch mean:
@@ -129,7 +135,7 @@ def register_resnet50_vars(shapes=None):
   from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
   if 'resnet50_vars' in models.MODELS:
     return
-  shapes = shapes or models.variable_shapes('resnet50')
+  shapes = shapes or resnet50_variable_shapes()
 
   def build_fn(layers, images, num_classes):
     del layers  # no weight decay: the variables are not layer weights
@@ -328,8 +334,7 @@ def _with_workload(task):
     needed = kwargs.get('workload') == 'resnet50_vars'
     if needed:
       if shapes is None:
-        from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
-        computed = models.variable_shapes('resnet50')
+        computed = resnet50_variable_shapes()
         register_resnet50_vars(computed)
         result = task(**kwargs)
         result['shapes'] = computed
