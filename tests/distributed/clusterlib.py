@@ -32,16 +32,10 @@ import tensorflow as _tf
 
 from variable_mgr.benchmark import harness
 from variable_mgr.benchmark import models
-try:  # The cluster runner as a package.
-  from variable_mgr.benchmark.cluster.deadline import DEATH_GRACE_SECS
-  from variable_mgr.benchmark.cluster.deadline import WATCHDOG_MARGIN_SECS
-  from variable_mgr.benchmark.cluster.launcher import FAILURE_MARGIN_SECS
-  from variable_mgr.benchmark.cluster.launcher import TERMINATE_GRACE_SECS
-except ImportError:  # The cluster runner as two modules.
-  from variable_mgr.benchmark.distributed import DEATH_GRACE_SECS
-  from variable_mgr.benchmark.distributed import WATCHDOG_MARGIN_SECS
-  from variable_mgr.benchmark.launcher import FAILURE_MARGIN_SECS
-  from variable_mgr.benchmark.launcher import TERMINATE_GRACE_SECS
+from variable_mgr.benchmark.cluster.deadline import DEATH_GRACE_SECS
+from variable_mgr.benchmark.cluster.deadline import WATCHDOG_MARGIN_SECS
+from variable_mgr.benchmark.cluster.launcher import FAILURE_MARGIN_SECS
+from variable_mgr.benchmark.cluster.launcher import TERMINATE_GRACE_SECS
 
 tf = _tf.compat.v1
 
@@ -316,7 +310,8 @@ def initial_values(seed=0):
 
 def tower_batches(num_towers):
   """The fixed (images [B, 784], labels [B]) of global towers 0..n-1, as
-  `distributed.build_worker_graph` makes them (tower = task * towers + d)."""
+  `cluster.worker_graph.build_worker_graph` makes them (tower = task *
+  towers + d)."""
   model = models.get_model(MODEL)
   graph = tf.Graph()
   with graph.as_default():
