@@ -18,8 +18,8 @@ PS_DEVICE = '/job:ps/replica:0/task:%d/cpu:0'
 WorkerGraph = collections.namedtuple('WorkerGraph', [
     'graph', 'mgr', 'train_op', 'loss', 'global_step', 'global_init_op',
     'local_init_op', 'post_init_op', 'staging_put_op', 'start_op',
-    'saver', 'ready_enqueue', 'ready_dequeue', 'started_op', 'done_op',
-    'done_sizes'])
+    'saver', 'saved_op', 'ready_enqueue', 'ready_dequeue', 'started_op',
+    'done_op', 'done_sizes'])
 
 
 def worker_queues(ps_index, num_workers, kind):
@@ -129,6 +129,13 @@ def build_worker_graph(config, host, spec, sync):
         if not any(v is global_step for v in to_save.values()):
           to_save['global_step'] = global_step
         saver = tf.train.Saver(to_save, max_to_keep=3)
+      saved_op = None
+      if barriers:
+        # After a periodic save: no worker's next update may reach a shared
+        # variable while the chief still writes the checkpoint (under
+        # distributed_replicated nothing else holds it back).
+        saved_op = host.add_sync_queues_and_barrier('checkpoint_saved_',
+                                                    [tf.no_op()])
     with tf.device(PS_DEVICE % 0):
       ready = tf.FIFOQueue(num_workers, [tf.int32], shapes=[[]],
                            shared_name='chief_ready', name='chief_ready')
@@ -153,7 +160,8 @@ def build_worker_graph(config, host, spec, sync):
     graph.finalize()
   return WorkerGraph(graph, mgr, train_op, average_loss, global_step,
                      global_init_op, local_init_op, post_init_op,
-                     staging_put_op, start_op, saver, ready_enqueue,
+                     staging_put_op, start_op, saver, saved_op,
+                     ready_enqueue,
                      ready_dequeue, signals['started'], signals['done'],
                      done_sizes)
 

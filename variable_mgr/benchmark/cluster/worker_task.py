@@ -30,7 +30,10 @@ until every worker has done so.
 
 The chief saves a checkpoint every `--save_model_steps` steps (when not 0)
 and at the end into `--train_dir`, with the global step; a rerun restores
-the latest one.
+the latest one. With synchronous steps every worker then waits at a barrier
+until the chief has saved, so a periodic checkpoint holds exactly the
+variables of its step (`--save_model_steps` must be the same on every
+worker).
 """
 
 import collections
@@ -175,11 +178,16 @@ def run_worker(spec, config, options, log=print):
         monitor.seen.update(task_spec.task_name(job, i)
                             for job, i, _ in spec.all_tasks())
         started_all = True
-      if (g.saver is not None and config.train_dir and
-          options.save_model_steps and
+      if (options.save_model_steps and
           (step + config.num_warmup_batches + 1) %
           options.save_model_steps == 0):
-        _save(call, g, sess, config.train_dir, log)
+        if g.saver is not None and config.train_dir:
+          _save(call, g, sess, config.train_dir, log)
+        if g.saved_op is not None:
+          # Every worker, the chief once it has saved: the checkpoint holds
+          # this step's variables and nothing of the next.
+          call(g.saved_op, 'waiting for the checkpoint of step %d' % (
+              step + config.num_warmup_batches + 1))
       if step < 0:
         continue
       step_times.append(elapsed)
