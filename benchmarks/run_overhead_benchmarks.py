@@ -618,6 +618,18 @@ def section_lines(results, command):
   return lines + [l for l in goal_lines(results) if l.startswith('- **')]
 
 
+def write_results_section(path, lines):
+  """Writes `lines` as this script's section of RESULTS.md.
+
+  Not yet possible: `run_benchmarks.write_section` holds one section, the
+  all-reduce goals (writing there would replace them), and
+  `run_benchmarks.write_keeping_section` keeps only that one when it
+  rewrites the file. Returns False, having written nothing.
+  """
+  del path, lines
+  return False
+
+
 def main(argv=None):
   args, given = measure.script_args(
       __doc__.split('\n')[0],
@@ -636,6 +648,11 @@ def main(argv=None):
   log = measure.make_log(start)
   results = measure_cells(plan, log)
   elapsed = time.time() - start
+  if args.json:
+    with open(args.json, 'w') as f:
+      json.dump({'plan': plan, 'results': [
+          dict(workload=key[0], towers=key[1], kind=key[2], **cell)
+          for key, cell in results.items()]}, f, indent=1)
   report.write(output, results_text(results, plan, source, command,
                                     elapsed))
   log('wrote %s' % output)
@@ -646,25 +663,9 @@ def main(argv=None):
     else:
       log('%s: no section written (RESULTS.md holds only the all-reduce '
           'section yet)' % results_md)
-  if args.json:
-    with open(args.json, 'w') as f:
-      json.dump({'plan': plan, 'results': [
-          dict(workload=key[0], towers=key[1], kind=key[2], **cell)
-          for key, cell in results.items()]}, f, indent=1)
   return 0
 
 
 if __name__ == '__main__':
   sys.exit(main())
 
-
-def write_results_section(path, lines):
-  """Writes `lines` as this script's section of RESULTS.md.
-
-  Not yet possible: `run_benchmarks.write_section` holds one section, the
-  all-reduce goals (writing there would replace them), and
-  `run_benchmarks.write_keeping_section` keeps only that one when it
-  rewrites the file. Returns False, having written nothing.
-  """
-  del path, lines
-  return False
