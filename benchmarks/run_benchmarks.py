@@ -39,6 +39,7 @@ import collections
 import functools
 import gc
 import os
+import re
 import sys
 import time
 
@@ -353,46 +354,65 @@ TASKS = {'steps': _with_workload(task_steps),
 # In the driver: no TensorFlow; one subprocess per measurement.
 
 
-# RESULTS.md holds one section that another script writes: the all-reduce
-# goals of `run_allreduce_benchmarks.py`. Rewriting the file keeps it.
-SECTION_BEGIN = ('<!-- all-reduce goals: written by '
-                 'run_allreduce_benchmarks.py; kept by run_benchmarks.py -->')
-SECTION_END = '<!-- end of all-reduce goals -->'
+# RESULTS.md holds sections that other scripts write: the all-reduce goals
+# of `run_allreduce_benchmarks.py` and the library overhead of
+# `run_overhead_benchmarks.py`. Each lies between two markers; rewriting the
+# file keeps every section, and a script rewrites only its own.
+ALLREDUCE_SECTION = ('all-reduce goals', 'run_allreduce_benchmarks.py')
+_SECTION = re.compile(
+    r'<!-- (?P<name>[^:>]+): written by (?P<script>[^;>]+); kept by '
+    r'run_benchmarks\.py -->\n.*?<!-- end of (?P=name) -->', re.S)
 
 
-def _split_section(text):
-  """`(text without the section, the section or '')`."""
-  start = text.find(SECTION_BEGIN)
-  end = text.find(SECTION_END)
-  if start < 0 or end < start:
-    return text, ''
-  end += len(SECTION_END)
-  section = text[start:end]
-  return text[:start].rstrip('\n') + '\n' + text[end:].lstrip('\n'), section
+def section_markers(name, script):
+  """The (begin, end) marker lines of section `name`, written by `script`."""
+  return ('<!-- %s: written by %s; kept by run_benchmarks.py -->' %
+          (name, script), '<!-- end of %s -->' % name)
+
+
+SECTION_BEGIN, SECTION_END = section_markers(*ALLREDUCE_SECTION)
+
+
+def _split_sections(text):
+  """`(text without its sections, [(name, section text)] in file order)`."""
+  sections = [(m.group('name'), m.group(0)) for m in _SECTION.finditer(text)]
+  rest = _SECTION.sub('', text)
+  return re.sub(r'\n{3,}', '\n\n', rest), sections
+
+
+def _read_sections(path):
+  if not os.path.exists(path):
+    return '', []
+  with open(path) as f:
+    return _split_sections(f.read())
+
+
+def _write(path, rest, sections):
+  text = rest.rstrip('\n') + '\n'
+  for _, section in sections:
+    text += '\n' + section + '\n'
+  with open(path, 'w') as f:
+    f.write(text)
 
 
 def write_keeping_section(path, text):
-  """Writes `text` to `path`, followed by the all-reduce section that
-  `path` held, if any."""
-  section = ''
-  if os.path.exists(path):
-    with open(path) as f:
-      _, section = _split_section(f.read())
-  with open(path, 'w') as f:
-    f.write(text.rstrip('\n') + '\n')
-    if section:
-      f.write('\n' + section + '\n')
+  """Writes `text` to `path`, followed by every section `path` held."""
+  _write(path, text, _read_sections(path)[1])
 
 
-def write_section(path, lines):
-  """Replaces (or appends) the all-reduce section of `path` with `lines`."""
-  rest = ''
-  if os.path.exists(path):
-    with open(path) as f:
-      rest, _ = _split_section(f.read())
-  with open(path, 'w') as f:
-    f.write(rest.rstrip('\n') + '\n\n' + SECTION_BEGIN + '\n'
-            + '\n'.join(lines) + '\n' + SECTION_END + '\n')
+def write_section(path, lines, name=ALLREDUCE_SECTION[0],
+                  script=ALLREDUCE_SECTION[1]):
+  """Replaces (or appends) section `name` of `path` with `lines`, keeping
+  the file's other sections."""
+  rest, sections = _read_sections(path)
+  begin, end = section_markers(name, script)
+  section = '\n'.join([begin] + list(lines) + [end])
+  names = [n for n, _ in sections]
+  if name in names:
+    sections[names.index(name)] = (name, section)
+  else:
+    sections.append((name, section))
+  _write(path, rest, sections)
 
 
 def run_worker(log, **spec):
