@@ -7,12 +7,13 @@ import clusterlib
 
 @pytest.fixture
 def launch():
-  """`launch(flags)` starts a local cluster; every one is killed and reaped
-  when the test ends, passed or not."""
+  """`launch(flags, env=None, module=...)` starts a local cluster (through
+  `module`'s --launch_local_cluster); every one is killed and reaped when
+  the test ends, passed or not."""
   started = []
 
-  def start(flags, env=None):
-    cluster = clusterlib.Launch(flags, env)
+  def start(flags, env=None, module='variable_mgr.benchmark.distributed'):
+    cluster = clusterlib.Launch(flags, env, module=module)
     started.append(cluster)
     return cluster
 

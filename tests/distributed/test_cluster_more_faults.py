@@ -31,23 +31,6 @@ README_COMMAND = ['--num_ps', '1', '--num_workers', '2', '--variable_update',
 LAUNCHER_FD_ENV = 'VARIABLE_MGR_LAUNCHER_FD'
 
 
-@pytest.fixture
-def launches():
-  """`start(flags, module=...)` as the `launch` fixture, any module."""
-  started = []
-
-  def start(flags, module='variable_mgr.benchmark.distributed'):
-    cluster = clusterlib.Launch(flags, module=module)
-    started.append(cluster)
-    return cluster
-
-  try:
-    yield start
-  finally:
-    for cluster in started:
-      cluster.cleanup()
-
-
 def _checkpoints(train_dir):
   """{global step: variables} of every checkpoint in `train_dir`."""
   result = {}
@@ -62,7 +45,7 @@ def _checkpoints(train_dir):
   return result
 
 
-def test_readme_cluster_command_saves_every_n_steps(launches, tmp_path):
+def test_readme_cluster_command_saves_every_n_steps(launch, tmp_path):
   """`python -m variable_mgr.benchmark --launch_local_cluster ...` as README
   gives it, with --save_model_steps 2 over 4 steps: the chief writes
   checkpoints at global steps 2 and 4 (besides the initial one), holding
@@ -72,7 +55,7 @@ def test_readme_cluster_command_saves_every_n_steps(launches, tmp_path):
   train_dir = str(tmp_path / 'train')
   initial = clusterlib.initial_values(seed=3)
   clusterlib.write_checkpoint(train_dir, initial, 0)
-  cluster = launches(README_COMMAND + clusterlib.BASE_FLAGS[4:] + [
+  cluster = launch(README_COMMAND + clusterlib.BASE_FLAGS[4:] + [
       '--num_batches', '4', '--save_model_steps', '2', '--train_dir',
       train_dir, '--op_timeout_secs', '30'], module='variable_mgr.benchmark')
   assert cluster.finish() == 0, cluster.output
@@ -88,7 +71,7 @@ def test_readme_cluster_command_saves_every_n_steps(launches, tmp_path):
                             clusterlib.reference(initial, 2, step))
 
 
-def test_parameter_server_spread_saves_every_n_steps(launches, tmp_path):
+def test_parameter_server_spread_saves_every_n_steps(launch, tmp_path):
   """parameter_server with --local_parameter_device gpu (the variables'
   cached copies spread over the tower devices) and --save_model_steps 2:
   the checkpoints of global steps 2 and 4 hold the NumPy reference's
@@ -96,7 +79,7 @@ def test_parameter_server_spread_saves_every_n_steps(launches, tmp_path):
   train_dir = str(tmp_path / 'train')
   initial = clusterlib.initial_values(seed=4)
   clusterlib.write_checkpoint(train_dir, initial, 0)
-  cluster = launches(clusterlib.BASE_FLAGS + [
+  cluster = launch(clusterlib.BASE_FLAGS + [
       '--variable_update', 'parameter_server', '--local_parameter_device',
       'gpu', '--num_ps', '1', '--num_workers', '2', '--num_batches', '4',
       '--save_model_steps', '2', '--train_dir', train_dir,
@@ -119,10 +102,10 @@ def _kill_mid_run(cluster, victim):
   return cluster.finish(cluster.deadlines.stop)
 
 
-def test_dead_chief_under_collective_all_reduce(launches):
+def test_dead_chief_under_collective_all_reduce(launch):
   """The chief dies mid-run: the other worker (blocked in a collective
   with it) and the PS exit with status 1, each naming worker:0."""
-  cluster = launches(clusterlib.BASE_FLAGS + [
+  cluster = launch(clusterlib.BASE_FLAGS + [
       '--variable_update', 'collective_all_reduce', '--num_ps', '1',
       '--num_workers', '2', '--num_batches', '100000', '--op_timeout_secs',
       str(OP_TIMEOUT)])
@@ -141,11 +124,11 @@ def test_dead_chief_under_collective_all_reduce(launches):
                      r'127\.0\.0\.1:', errors[0]), errors[0]
 
 
-def test_tasks_exit_when_the_launcher_dies(launches):
+def test_tasks_exit_when_the_launcher_dies(launch):
   """The launcher is killed (SIGKILL: no cleanup of its own) while a
   distributed_replicated cluster trains: every task sees its pipe close
   and exits at once."""
-  cluster = launches(clusterlib.BASE_FLAGS + [
+  cluster = launch(clusterlib.BASE_FLAGS + [
       '--variable_update', 'distributed_replicated', '--num_ps', '1',
       '--num_workers', '2', '--num_batches', '100000', '--op_timeout_secs',
       str(OP_TIMEOUT)])
