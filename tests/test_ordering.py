@@ -6,7 +6,10 @@ Two sides of one rule (`variable_mgr.ordering`):
   gradient is ready at once. An update that does not wait for the late read
   always lands before it, with ref and with resource variables, and the
   first layer then trains on the wrong weights. Every strategy must match
-  NumPy exactly.
+  NumPy exactly. (Staged towers read staged copies, never the variable:
+  there the race is between the put's snapshot and the update, which
+  `test_every_update_follows_every_read_of_its_variable` checks in the
+  graph and the conformance suite in the numbers.)
 - no needless wait, read off the graph: no update depends on another
   tower's backward pass (independent) or on another variable's gradient,
   and every update of a variable is reachable from every op that reads it.
