@@ -140,11 +140,8 @@ def run_benchmark(config, host, session_target='', session_config=None,
                            config.num_warmup_batches + step + 1)
       if step < 0:
         continue
-      step_times.append(elapsed)
-      losses.append(float(out['loss']))
-      if step == 0 or (step + 1) % config.display_every == 0:
-        log('%i\t%s\t%.3f' % (step + 1, output.perf_timing_str(
-            global_batch, step_times), losses[-1]))
+      output.record_step(step, elapsed, out['loss'], step_times, losses,
+                         global_batch, config.display_every, log)
     if step_times:
       total_seconds = time.time() - loop_start
     traffic = None

@@ -36,6 +36,18 @@ def perf_timing_str(batch_size, step_times):
                                                         jitter)
 
 
+def record_step(step, elapsed, loss, step_times, losses, global_batch,
+                display_every, log):
+  """Keeps timed step `step` (0-based) of `elapsed` seconds and its loss,
+  and prints tf_cnn_benchmarks' progress line for the first step and every
+  `display_every`-th."""
+  step_times.append(elapsed)
+  losses.append(float(loss))
+  if step == 0 or (step + 1) % display_every == 0:
+    log('%i\t%s\t%.3f' % (step + 1, perf_timing_str(global_batch,
+                                                     step_times), losses[-1]))
+
+
 def report_throughput(global_batch, step_times, total_seconds, log):
   """Logs tf_cnn_benchmarks' closing `total images/sec` lines; returns
   that figure (None without timed steps)."""
