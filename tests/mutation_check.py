@@ -275,6 +275,14 @@ MUTATIONS = [
                 'variable',
                 ORDERING + 'test_every_update_follows_every_read_of_its_'
                 'variable']),
+    # A periodic checkpoint of distributed_replicated taken while another
+    # worker already updates the masters for the next step.
+    dict(name='cluster-save-without-barrier',
+         path='variable_mgr/benchmark/cluster/worker_task.py',
+         old='        if g.saved_op is not None:\n',
+         new='        if False:\n',
+         tests=['tests/distributed/test_cluster_more_faults.py::test_readme_'
+                'cluster_command_saves_every_n_steps']),
     # Staged areas: a get of an unused variable that no update takes.
     dict(name='staging-orphan-gets-dropped',
          path='variable_mgr/staging.py',
