@@ -67,6 +67,26 @@ def positive_float(text):
   return value
 
 
+_RATE_UNITS = (('gbit', 10**9), ('mbit', 10**6), ('kbit', 10**3), ('bit', 1))
+
+
+def link_rate(text):
+  """A link speed as `tc` writes it (200mbit, 1gbit, 500kbit): bits/s."""
+  value = str(text).strip().lower()
+  for unit, scale in _RATE_UNITS:
+    if value.endswith(unit):
+      try:
+        number = float(value[:-len(unit)])
+      except ValueError:
+        break
+      if number > 0 and number * scale >= 1000:
+        return int(number * scale)
+      break
+  raise argparse.ArgumentTypeError(
+      'expected a link speed of at least 1kbit such as 200mbit, 1gbit or '
+      '500kbit, got %r' % text)
+
+
 def _int_list(text):
   try:
     values = [int(t) for t in text.split(',') if t.strip()]
@@ -123,12 +143,34 @@ def build_parser():
   add('--agg_small_grads_max_group', type=int_at_least(1), default=10,
       help='replicated: at most this many gradients a group (default: '
            '%(default)s)')
+  add('--variable_consistency', default='strong',
+      choices=('strong', 'relaxed'),
+      help='replicated: relaxed applies each step the all-reduced gradient '
+           'of the step before, so the all-reduce overlaps the next step '
+           '(default: %(default)s)')
   add('--compact_gradient_transfer', type=parse_bool, nargs='?', const=True,
       default=False,
       help='replicated: float32 gradients travel as float16')
   add('--measure_traffic', type=parse_bool, nargs='?', const=True, default=False,
       help='after the timed steps, run one more and print the bytes each '
            'device sent and received beside the ring lower bound')
+  add('--use_fp16', type=parse_bool, nargs='?', const=True, default=False,
+      help='towers compute in float16 on float32 variables, with a loss '
+           'scale')
+  add('--fp16_loss_scale', type=positive_float, default=None,
+      help='--use_fp16: the fixed loss scale, or the first one with '
+           '--fp16_enable_auto_loss_scale (default: 128)')
+  add('--fp16_enable_auto_loss_scale', type=parse_bool, nargs='?',
+      const=True, default=False,
+      help='--use_fp16: halve the loss scale and skip the step when a '
+           'gradient holds an inf or NaN on any tower; double it after '
+           '--fp16_inc_loss_scale_every_n good steps')
+  add('--fp16_inc_loss_scale_every_n', type=int_at_least(1), default=1000,
+      help='--fp16_enable_auto_loss_scale: good steps before the loss '
+           'scale doubles (default: %(default)s)')
+  add('--backward_passes_per_step', type=int_at_least(1), default=1,
+      help='add this many micro-batches\' gradients on each tower before '
+           'they are combined and applied once (default: %(default)s)')
   add('--batch_size', type=int_at_least(1), default=None,
       help='batch size per tower (default: the model\'s, 32)')
   add('--num_batches', type=int_at_least(0), default=None,
@@ -201,6 +243,10 @@ def _add_cluster_flags(parser):
   add('--save_model_steps', type=int_at_least(0), default=0,
       help='the chief also saves a checkpoint every this many steps (0: '
            'only at the end) (default: %(default)s)')
+  add('--variable_partition_min_bytes', type=int_at_least(0), default=0,
+      help='distributed PS strategies: split every variable of more than '
+           'this many bytes into at most one slice a PS task, none under '
+           'this size (default: 0, off)')
   add('--launch_local_cluster', action='store_true',
       help='start --num_ps PS tasks and --num_workers workers as processes '
            'on 127.0.0.1 and report the cluster\'s total images/sec')
@@ -208,6 +254,11 @@ def _add_cluster_flags(parser):
       help='PS tasks of --launch_local_cluster (default: %(default)s)')
   add('--num_workers', type=int_at_least(1), default=2,
       help='workers of --launch_local_cluster (default: %(default)s)')
+  add('--network_rate', type=link_rate, default=None,
+      help='--launch_local_cluster: run every task in its own network '
+           'namespace (its own address; Linux and root only), each link '
+           'shaped to this speed both ways, e.g. 200mbit or 1gbit '
+           '(default: loopback, unshaped)')
 
 
 def _default_batches(args, timed, warmup):

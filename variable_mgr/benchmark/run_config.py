@@ -21,8 +21,14 @@ CONFIG_FIELDS = collections.OrderedDict([
     ('gradient_repacking', 0),
     ('agg_small_grads_max_bytes', 0),
     ('agg_small_grads_max_group', 10),
+    ('variable_consistency', 'strong'),
     ('compact_gradient_transfer', False),
     ('measure_traffic', False),
+    ('use_fp16', False),
+    ('fp16_loss_scale', None),
+    ('fp16_enable_auto_loss_scale', False),
+    ('fp16_inc_loss_scale_every_n', 1000),
+    ('backward_passes_per_step', 1),
     ('batch_size', None),
     ('num_batches', 30),
     ('num_warmup_batches', 5),
@@ -36,6 +42,7 @@ CONFIG_FIELDS = collections.OrderedDict([
     ('train_dir', None),
     ('summary_dir', None),
     ('trace_file', None),
+    ('variable_partition_min_bytes', 0),
 ])
 
 
