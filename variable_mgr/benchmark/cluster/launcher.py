@@ -18,6 +18,14 @@ No task outlives the launcher:
 * each task holds the read end of a pipe whose write end only the launcher
   holds: if the launcher itself is killed (even by SIGKILL), the tasks see
   end of file and exit.
+
+With `--network_rate RATE` every task runs in a network namespace of its
+own with its own address (10.77.0.x, port 2222), on a bridge, its link
+shaped to RATE bits/s both ways (see `netns`): a way to see on one machine
+how a strategy behaves on a network of that speed. The namespaces are
+removed on every exit the `finally` sees, and a later run removes those of
+a launcher that was killed. It needs Linux and root: elsewhere the
+launcher says so and starts nothing.
 """
 
 import json
@@ -32,6 +40,7 @@ import time
 
 from variable_mgr.benchmark import exit_status
 from variable_mgr.benchmark import output
+from variable_mgr.benchmark.cluster import netns
 from variable_mgr.benchmark.cluster import task_spec
 
 LOOPBACK = '127.0.0.1'
@@ -68,6 +77,17 @@ class Task(object):
     self.status = None
     self.exited_at = None
     self.reader = None
+    self.was_stopped = False
+
+
+def stopped(pid):
+  """Whether process `pid` is stopped (SIGSTOP, SIGTSTP) rather than
+  running or gone."""
+  try:
+    with open('/proc/%d/stat' % pid) as f:
+      return f.read().rsplit(') ', 1)[-1].split()[0] in ('T', 't')
+  except (IOError, OSError, IndexError):
+    return False
 
 
 def describe_status(status):
@@ -90,16 +110,30 @@ class LocalCluster(object):
     output_dir: where workers write their results JSON.
     op_timeout_secs: the tasks' --op_timeout_secs, to bound a failure.
     out: where prefixed lines go (a text stream).
+    network: a created `netns.Network` of num_ps + num_workers hosts (PS
+      tasks first) to run the tasks in; None: every task on 127.0.0.1.
+    task_command: the command of a task before its flags (default: this
+      Python's `-m variable_mgr.benchmark.distributed`).
   """
 
   def __init__(self, num_ps, num_workers, task_argv, output_dir,
-               op_timeout_secs, out=None):
+               op_timeout_secs, out=None, network=None, task_command=None):
     self.out = out or sys.stdout
     self.output_dir = output_dir
     self.op_timeout_secs = op_timeout_secs
-    ports = free_ports(num_ps + num_workers)
-    self.ps_hosts = ['%s:%d' % (LOOPBACK, p) for p in ports[:num_ps]]
-    self.worker_hosts = ['%s:%d' % (LOOPBACK, p) for p in ports[num_ps:]]
+    self.network = network
+    if network is not None:
+      if len(network.hosts) != num_ps + num_workers:
+        raise ValueError('a network of %d hosts for %d tasks' % (
+            len(network.hosts), num_ps + num_workers))
+      addresses = ['%s:%d' % (h.address, netns.PORT) for h in network.hosts]
+    else:
+      addresses = ['%s:%d' % (LOOPBACK, p)
+                   for p in free_ports(num_ps + num_workers)]
+    self.ps_hosts = addresses[:num_ps]
+    self.worker_hosts = addresses[num_ps:]
+    self.task_command = list(task_command or [
+        sys.executable, '-m', 'variable_mgr.benchmark.distributed'])
     self.task_argv = list(task_argv)
     self.tasks = []
     self._lock = threading.Lock()
@@ -131,21 +165,32 @@ class LocalCluster(object):
               '--worker_hosts=%s' % ','.join(self.worker_hosts)]
           if job == 'worker':
             argv.append('--output=%s' % self.worker_output(index))
+          host = None
+          if self.network is not None:
+            host = self.network.hosts[
+                index + (len(self.ps_hosts) if job == 'worker' else 0)]
           self._start_one(task_spec.task_name(job, index), address, argv, env,
-                          read_fd)
+                          read_fd, host)
     finally:
       os.close(read_fd)
 
-  def _start_one(self, name, address, argv, env, read_fd):
+  def _start_one(self, name, address, argv, env, read_fd, host=None):
+    command = self.task_command + argv
+    if host is not None:
+      # `ip netns exec` execs the command: the pid is the task's.
+      command = host.command(command)
     process = subprocess.Popen(
-        [sys.executable, '-m', 'variable_mgr.benchmark.distributed'] + argv,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, env=env, pass_fds=(read_fd,),
         start_new_session=True, universal_newlines=True)
     task = Task(name, process, address)
     self.tasks.append(task)
-    self.say('launcher: started %s at %s (pid %d)' % (name, address,
-                                                       process.pid))
+    where = ''
+    if host is not None:
+      where = ' in namespace %s, link %s of %s' % (
+          host.namespace, host.port_name, self.network.switch)
+    self.say('launcher: started %s at %s (pid %d)%s' % (name, address,
+                                                         process.pid, where))
     task.reader = threading.Thread(target=self._echo, args=(task,),
                                    name='echo-%s' % name)
     task.reader.daemon = True
@@ -181,6 +226,7 @@ class LocalCluster(object):
                    'the other tasks to exit' % (
                        task.name, describe_status(status),
                        deadline - time.time()))
+          self._say_stopped()
       if not running:
         return first_failure
       if deadline is not None and time.time() > deadline:
@@ -194,11 +240,23 @@ class LocalCluster(object):
         deadline = None
       time.sleep(poll_secs)
 
+  def _say_stopped(self):
+    """Names the tasks that are stopped (SIGSTOP): alive to a TCP probe,
+    yet answering no call."""
+    for task in self.tasks:
+      if task.process.poll() is None and stopped(task.process.pid):
+        task.was_stopped = True
+        self.say('launcher: %s at %s is stopped (SIGSTOP): its port accepts '
+                 'connections but it runs nothing' % (task.name,
+                                                      task.address))
+
   def stop(self):
     """SIGTERM to every live task's group, SIGKILL after a grace; reaps."""
     live = [t for t in self.tasks if t.process.poll() is None]
     for task in live:
       _signal_group(task.process, signal.SIGTERM)
+      # A stopped task acts on SIGTERM only once continued.
+      _signal_group(task.process, signal.SIGCONT)
     end = time.time() + TERMINATE_GRACE_SECS
     for task in live:
       try:
@@ -267,8 +325,22 @@ def _on_sigterm(signum, frame):
 
 
 def strip_launch_flag(argv):
-  """`argv` without --launch_local_cluster, so a task does not launch."""
-  return [a for a in argv if a.split('=')[0] != '--launch_local_cluster']
+  """`argv` without --launch_local_cluster (so a task does not launch) and
+  without --network_rate (the launcher's alone)."""
+  result = []
+  skip = False
+  for a in argv:
+    if skip:
+      skip = False
+      continue
+    name = a.split('=')[0]
+    if name == '--launch_local_cluster':
+      continue
+    if name == '--network_rate':
+      skip = '=' not in a
+      continue
+    result.append(a)
+  return result
 
 
 def main(args, argv, out=None):
@@ -285,13 +357,25 @@ def main(args, argv, out=None):
     return exit_status.fail(
         '--launch_local_cluster picks every task\'s address itself: drop '
         '%s.' % ', '.join('--' + f for f in given), exit_status.USAGE)
+  rate = getattr(args, 'network_rate', None)
+  if rate is not None:
+    try:
+      netns.check_supported()
+    except netns.NetworkUnavailableError as e:
+      return exit_status.fail(e, exit_status.USAGE)
   previous = signal.signal(signal.SIGTERM, _on_sigterm)
   output_dir = tempfile.mkdtemp(prefix='variable_mgr_cluster_')
-  cluster = LocalCluster(args.num_ps, args.num_workers,
-                         strip_launch_flag(argv), output_dir,
-                         args.op_timeout_secs, out)
+  network = None
+  cluster = None
   status = 1
   try:
+    if rate is not None:
+      network = netns.Network(args.num_ps + args.num_workers, rate)
+      network.create()
+      out.write('launcher: network: %s\n' % network.describe())
+    cluster = LocalCluster(args.num_ps, args.num_workers,
+                           strip_launch_flag(argv), output_dir,
+                           args.op_timeout_secs, out, network)
     cluster.start()
     failed = cluster.wait()
     if failed is None:
@@ -299,13 +383,20 @@ def main(args, argv, out=None):
     else:
       out.write('launcher: error: %s failed first (%s); %s\n' % (
           failed.name, describe_status(failed.status), '; '.join(
-              '%s: %s' % (t.name, describe_status(t.status))
+              '%s: %s%s' % (t.name, 'stopped (SIGSTOP), then ' if
+                            t.was_stopped else '', describe_status(t.status))
               for t in cluster.tasks if t is not failed)))
+  except netns.NetworkSetupError as e:
+    out.write('launcher: error: the network could not be made: %s\n' % e)
   except (KeyboardInterrupt, _Terminated):
     out.write('launcher: interrupted: stopping every task\n')
     status = 130
   finally:
-    cluster.stop()
+    if cluster is not None:
+      cluster.stop()
+    if network is not None:
+      network.remove()
+      out.write('launcher: network removed\n')
     signal.signal(signal.SIGTERM, previous)
     for name in os.listdir(output_dir):
       os.remove(os.path.join(output_dir, name))
