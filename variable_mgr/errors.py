@@ -1,7 +1,9 @@
 """Errors raised by variable_mgr, one class per failure condition.
 
-Every error is raised before any graph is built and its message names the
-offending value, the rule it breaks and how to fix it. All derive from
+Every error names the offending value, the rule it breaks and how to fix
+it. Configuration errors are raised before any graph is built, tower errors
+before the update graph is, checkpoint errors when a checkpoint is looked up
+or read. All derive from
 `VariableMgrError`, itself a `ValueError`, so callers may catch either.
 """
 
@@ -46,6 +48,11 @@ class GradientListError(VariableMgrError):
   """Tower gradient lists differ in length or in variable order."""
 
 
+class TowerVariableError(VariableMgrError):
+  """A tower's trainable variable was not created through the manager's
+  variable scope (tf.Variable instead of tf.get_variable)."""
+
+
 class GradientShapeError(VariableMgrError):
   """A gradient's shape does not match the shape of its variable."""
 
@@ -58,3 +65,11 @@ class ProtocolError(VariableMgrError):
 class CheckpointMismatchError(VariableMgrError):
   """A checkpoint lacks a variable of the model, or holds it in another
   shape."""
+
+
+class CheckpointMissingError(VariableMgrError):
+  """A `checkpoint` file points at a checkpoint whose files are missing."""
+
+
+class CheckpointCorruptError(VariableMgrError):
+  """A `checkpoint` file or a checkpoint's files cannot be read."""
