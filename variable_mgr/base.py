@@ -34,6 +34,7 @@ import re
 from variable_mgr import errors
 from variable_mgr import interface
 from variable_mgr import ordering
+from variable_mgr import tower_variables
 from variable_mgr.compat import tf
 
 REDUCTIONS = ('mean', 'sum')
@@ -238,11 +239,13 @@ class VariableMgr(abc.ABC):
       state)` and `append_apply_gradients_ops` under `tf.device` of each.
 
     Raises:
+      TowerVariableError: a tower variable not created by tf.get_variable.
       GradientListError: the wrong number of towers, or towers that differ
         in length, variable order, or in which gradients are None.
       GradientShapeError: a gradient whose shape is not its variable's.
     """
     towers = [list(grads) for grads in device_grads]
+    tower_variables.check_tower_variables(towers)
     self._check_gradients(towers)
     # Found before the strategy adds ops of its own: only the towers' ops
     # (and staged puts) read the variables yet.
