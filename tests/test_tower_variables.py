@@ -128,3 +128,19 @@ def test_partitioned_and_float16_get_variables_are_recognised(variable_kind):
       assert tower_variables.created_by_get_variable(part)
     assert not tower_variables.created_by_get_variable(plain)
     assert not tower_variables.created_by_get_variable(tf.constant(1.0))
+
+
+def test_check_variables_names_the_tower_and_the_variable(variable_kind):
+  """What a strategy that lists a tower's variables itself (staged reads)
+  calls before looking them up."""
+  del variable_kind
+  with tf.Graph().as_default():
+    with tf1.variable_scope('v'):
+      good = tf1.get_variable('a', shape=[1])
+      bad = tf1.Variable([1.0], name='b')
+    tower_variables.check_variables(1, [good, good])
+    with pytest.raises(errors.TowerVariableError) as info:
+      tower_variables.check_variables(1, [good, bad])
+  assert str(info.value).startswith(
+      "tower 1's trainable variable v/b was not created with tf.get_variable")
+  assert "tf.get_variable('b', ...)" in str(info.value)

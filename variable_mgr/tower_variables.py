@@ -52,6 +52,25 @@ def _raise_for(var, tower, listed=True):
       'it) inside that scope.' % (what, tower, name.rsplit('/', 1)[-1]))
 
 
+def check_variables(tower, variables, checked=None):
+  """Raises TowerVariableError for the first of tower `tower`'s `variables`
+  that tf.get_variable did not create.
+
+  Args:
+    tower: the tower's index, for the message.
+    variables: the variables the tower lists.
+    checked: a set of `id()`s of variables known good, updated; None for
+      none.
+  """
+  checked = set() if checked is None else checked
+  for var in variables:
+    if id(var) in checked:
+      continue
+    if not created_by_get_variable(var):
+      _raise_for(var, tower)
+    checked.add(id(var))
+
+
 def check_tower_variables(tower_grads, graph=None):
   """Raises TowerVariableError for a tower variable that tf.get_variable
   did not create.
@@ -69,12 +88,7 @@ def check_tower_variables(tower_grads, graph=None):
   """
   checked = set()
   for t, tower in enumerate(tower_grads):
-    for _, var in tower:
-      if id(var) in checked:
-        continue
-      if not created_by_get_variable(var):
-        _raise_for(var, t)
-      checked.add(id(var))
+    check_variables(t, [var for _, var in tower], checked)
   for t, tower in enumerate(tower_grads):
     if not tower:
       graph = graph or tf.get_default_graph()
