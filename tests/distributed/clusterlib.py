@@ -17,6 +17,12 @@ The launcher picks free ports by binding and closing them; another process
 may take one before the task binds it. A task that cannot bind its port
 fails with "Could not start gRPC server": `Launch` then starts the whole
 cluster again, on new ports, up to PORT_ATTEMPTS times.
+
+With `--network_rate` every task runs in a network namespace of its own
+(see `variable_mgr.benchmark.cluster.netns`); `Launch.network()` is a
+handle on the launcher's namespaces (to take a link down or slow it), and
+`cleanup()` deletes every namespace of the launcher's pid, the launcher
+killed or not.
 """
 
 import os
@@ -36,6 +42,7 @@ from variable_mgr.benchmark.cluster.deadline import DEATH_GRACE_SECS
 from variable_mgr.benchmark.cluster.deadline import WATCHDOG_MARGIN_SECS
 from variable_mgr.benchmark.cluster.launcher import FAILURE_MARGIN_SECS
 from variable_mgr.benchmark.cluster.launcher import TERMINATE_GRACE_SECS
+from variable_mgr.benchmark.cluster import netns
 
 tf = _tf.compat.v1
 
@@ -64,6 +71,8 @@ BASE_FLAGS = ['--model', MODEL, '--num_gpus', str(TOWERS), '--batch_size',
               '--startup_timeout_secs', '60']
 
 _STARTED = re.compile(r'^launcher: started (\S+) at (\S+) \(pid (\d+)\)')
+_IN_NAMESPACE = re.compile(r'^launcher: started (\S+) at \S+ \(pid \d+\) in '
+                           r'namespace (\S+), link (\S+) of (\S+)$')
 
 
 def _flag(flags, name, default):
@@ -130,6 +139,8 @@ class Launch(object):
     self.deadlines = Deadlines(self.flags)
     self._command = [sys.executable, '-m', module, '--launch_local_cluster'
                     ] + self.flags
+    self.namespaced = any(f.split('=')[0] == '--network_rate'
+                          for f in self.flags)
     self._environ = environ
     self.attempts = 0
     self._previous = []  # (process, task pids) of attempts given up.
@@ -180,6 +191,30 @@ class Launch(object):
       if match:
         result[match.group(1)] = int(match.group(3))
     return result
+
+  def hosts(self):
+    """{'worker:1': host index} of the tasks started in namespaces."""
+    result = {}
+    for line in list(self.lines):
+      match = _IN_NAMESPACE.match(line)
+      if match:
+        result[match.group(1)] = int(match.group(2).rsplit('-', 1)[1])
+    return result
+
+  def network(self):
+    """A `netns.Network` handle on the launcher's namespaces (made by the
+    launcher; `set_link`, `set_rate`, `add_outsider` act on them)."""
+    hosts = self.hosts()
+    assert hosts, 'no task started in a namespace:\n' + self.output
+    return netns.Network(len(hosts), None, owner=self.process.pid)
+
+  def address(self, name):
+    """'10.77.0.2:2222' (or '127.0.0.1:port') of task `name`."""
+    for line in list(self.lines):
+      match = _STARTED.match(line)
+      if match and match.group(1) == name:
+        return match.group(2)
+    raise AssertionError('no task %s:\n%s' % (name, self.output))
 
   def wait_for_line(self, pattern, timeout=None, step=None):
     """Blocks until a line matches `pattern`; fails the test on timeout.
@@ -242,8 +277,15 @@ class Launch(object):
         except (ProcessLookupError, PermissionError):
           pass
       process.wait()
+      if self.namespaced:
+        netns.remove_runs(pid=process.pid)
     self._reader.join(5.0)
     self.process.stdout.close()
+
+
+def own_namespaces():
+  """The namespaces of this package's prefix (from any run)."""
+  return [n for n in netns.namespaces() if n.startswith(netns.PREFIX)]
 
 
 def alive(pid):
@@ -350,12 +392,13 @@ def worker_update(values, batches, num_workers, towers):
   return total
 
 
-def reference(values, num_workers, steps, staged=False):
+def reference(values, num_workers, steps, staged=False, mean=False):
   """The variables after `steps` synchronous SGD steps.
 
   Plain: w[t+1] = w[t] - lr * sum_k mean_d g_kd(w[t]).
   Staged (one-step-stale reads): w[t+1] = w[t] - lr * sum_k mean_d
   g_kd(w[t-1]), with w[-1] = w[0].
+  `mean` (collective_all_reduce): the mean over the workers, not the sum.
   """
   batches = tower_batches(num_workers * TOWERS)
   current = dict((k, v.astype(np.float64)) for k, v in values.items())
@@ -363,8 +406,9 @@ def reference(values, num_workers, steps, staged=False):
   for _ in range(steps):
     read = previous if staged else current
     update = worker_update(read, batches, num_workers, TOWERS)
+    scale = LEARNING_RATE / num_workers if mean else LEARNING_RATE
     previous = current
-    current = dict((k, current[k] - LEARNING_RATE * update[k])
+    current = dict((k, current[k] - scale * update[k])
                    for k in current)
   return current
 
