@@ -6,6 +6,9 @@ Tests (never the library) switch TensorFlow 2 to graph mode.
 import os
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+# tf.compat.v1.layers on TensorFlow 2.16 and later: Keras 2 from the tf_keras
+# package, chosen before TensorFlow is first imported (tests/test_layers.py).
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 
 import pytest  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
