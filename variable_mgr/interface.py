@@ -90,7 +90,8 @@ class LocalBenchmarkCnn(BenchmarkCnnLike):
   Args:
     num_towers: how many towers (model copies) to build, at least 1.
     device: `'cpu'` or `'gpu'`: the device type of the towers. CPU towers
-      need `ConfigProto(device_count={'CPU': num_towers})` in the session.
+      need `ConfigProto(device_count={'CPU': num_towers})` in the session:
+      pass `config=host.session_config()` (see examples/train_towers.py).
     local_parameter_device: `'cpu'` or `'gpu'`: where parameter-server
       strategies keep the variables: on `/cpu:0`, or spread over the tower
       devices (GPUs in practice; virtual CPUs in tests), updates applied on
