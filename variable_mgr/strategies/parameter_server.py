@@ -144,6 +144,23 @@ class VariableMgrDistributedFetchFromStagedPS(
     self._staging_cpu_device = benchmark_cnn.cpu_device
     self._init_staging()
 
+  def _gradients_to_apply(self, device_num, state):
+    """The reduced gradients, each handed to its variable's device first.
+
+    A variable's update waits for the step's put of it (its snapshot, the
+    pull of the next step's value: see `_StagedMixin`); that wait is made
+    with the gradient (`ordering.after` colocates it with the gradient's
+    producer). Handed to the PS first, the gradient travels as soon as it is
+    computed and only the update waits; left on the worker, the push of a
+    variable's gradient would wait for the pull of its value, and the two
+    would take turns on the link instead of sharing it both ways.
+    """
+    result = []
+    for g, v in super(VariableMgrDistributedFetchFromStagedPS,
+                      self)._gradients_to_apply(device_num, state):
+      result.append((_on_variable_device(g, v), v))
+    return result
+
 
 def check_cluster(benchmark_cnn, variable_update):
   """Raises MissingClusterError unless the host describes a cluster with at
@@ -154,3 +171,14 @@ def check_cluster(benchmark_cnn, variable_update):
         'ps_hosts=%r; give it a tf.train.ClusterSpec with a "ps" job, or use '
         'a local strategy.' % (variable_update, benchmark_cnn.cluster,
                                list(benchmark_cnn.ps_hosts)))
+
+
+def _on_variable_device(grad, var):
+  """`grad` through an identity colocated with `var` (None stays None)."""
+  if grad is None:
+    return None
+  with tf.colocate_with(var):
+    if isinstance(grad, tf.IndexedSlices):
+      return tf.IndexedSlices(tf.identity(grad.values), grad.indices,
+                              grad.dense_shape)
+    return tf.identity(grad)

@@ -33,13 +33,25 @@ def worker_queues(ps_index, num_workers, kind):
 
 
 def _after(op, grads):
-  """`grads` with every gradient read only after `op`."""
+  """`grads`, each passed through an identity on its variable's device that
+  runs after `op`.
+
+  The wait is made where the update runs (the PS task), not where the
+  gradient is computed: there it holds back only the update, and the
+  gradient travels to the PS as soon as it is computed. An identity on the
+  worker would hold back the push itself until `op`, which under staged
+  variables waits for the next step's pull; on a link of finite speed the
+  pull's bytes then go first and the push after them, and the barrier's own
+  messages from the PS queue behind the pull (measured: a staged step on
+  200 Mbit/s links took the pull plus the push).
+  """
   result = []
-  with tf.control_dependencies([op]):
-    for g, v in grads:
-      if g is None:
-        result.append((g, v))
-      elif isinstance(g, tf.IndexedSlices):
+  for g, v in grads:
+    if g is None:
+      result.append((g, v))
+      continue
+    with tf.colocate_with(v), tf.control_dependencies([op]):
+      if isinstance(g, tf.IndexedSlices):
         result.append((tf.IndexedSlices(tf.identity(g.values), g.indices,
                                         g.dense_shape), v))
       else:

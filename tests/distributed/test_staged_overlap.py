@@ -1,0 +1,185 @@
+"""Staged parameter_server on a cluster: the push of a step's gradients
+waits for nothing from the PS, so it overlaps the pull of the next step's
+values; the updates still wait for what one-step-stale SGD needs.
+
+Checked on the worker graph the cluster runner builds
+(`cluster.worker_graph.build_worker_graph`), 1 worker (no barriers) and 2
+(the `gradients_ready` barrier), ref and resource variables:
+
+- every tensor a worker sends to a PS for an update (the pushed gradient)
+  has no ancestor on a PS task and no ancestor that pulls a variable (a
+  staged put or its snapshot): any such ancestor makes the push wait for a
+  message from the PS, which on a link of finite speed queues behind the
+  pull's bytes (a staged step then costs pull + push: 1100 ms against 600
+  ms on 200 Mbit/s links, 1 PS, 2 workers, lenet, batch 8);
+- every update still runs after this worker's pull of its variable (the
+  snapshot read for the next step's put), after every tower's get of it,
+  and with 2 workers after the `gradients_ready` barrier (no worker updates
+  a variable another worker still pulls).
+
+Devices are those the placer gives: an op with a ref or resource input runs
+where that input's variable lives (the placer colocates them), any other op
+where its device string says, and an op without one on the worker.
+"""
+
+import pytest
+import tensorflow as _tf
+
+import variable_mgr
+from variable_mgr.benchmark import run_config
+from variable_mgr.benchmark.cluster import task_spec
+from variable_mgr.benchmark.cluster import worker_graph
+
+tf = _tf.compat.v1
+
+UPDATE_PREFIXES = ('Apply', 'ResourceApply', 'SparseApply',
+                   'ResourceSparseApply', 'ScatterSub', 'ResourceScatterSub',
+                   'AssignSub', 'AssignSubVariableOp')
+PULL_OP_TYPES = ('Stage', 'DeepCopy')
+
+
+def _graph(num_workers, resource):
+  workers = ['127.0.0.1:%d' % (2300 + k) for k in range(num_workers)]
+  spec = task_spec.TaskSpec('worker', 0, ['127.0.0.1:2299'], workers)
+  config = run_config.BenchmarkConfig(
+      model='trivial', variable_update='parameter_server', staged_vars=True,
+      num_gpus=2, use_resource_vars=resource).resolved()
+  host = variable_mgr.ClusterBenchmarkCnn(spec.cluster_dict(), 0, 2)
+  return worker_graph.build_worker_graph(config, host, spec, sync=True)
+
+
+def _is_ref_or_resource(tensor):
+  return tensor.dtype == tf.resource or tensor.dtype._is_ref_dtype  # pylint: disable=protected-access
+
+
+class _Placement(object):
+  """The job of each op as the placer decides it (see module doc)."""
+
+  def __init__(self):
+    self._jobs = {}
+
+  def job(self, op):
+    if op not in self._jobs:
+      inputs = [t for t in op.inputs if _is_ref_or_resource(t)]
+      if inputs:
+        self._jobs[op] = self.job(inputs[0].op)
+      else:
+        spec = tf.DeviceSpec.from_string(op.device or '')
+        self._jobs[op] = spec.job or 'worker'
+    return self._jobs[op]
+
+
+def _ancestors(op):
+  seen = set()
+  stack = [op]
+  while stack:
+    current = stack.pop()
+    for parent in [t.op for t in current.inputs] + list(
+        current.control_inputs):
+      if parent not in seen:
+        seen.add(parent)
+        stack.append(parent)
+  return seen
+
+
+def _updates(graph):
+  return [op for op in graph.get_operations()
+          if op.type.startswith(UPDATE_PREFIXES)]
+
+
+def _pushes(update, placement):
+  """The worker ops whose outputs reach `update` (on a PS) by data edges:
+  what the worker sends."""
+  result = set()
+  stack = [update]
+  seen = set()
+  while stack:
+    op = stack.pop()
+    for tensor in op.inputs:
+      producer = tensor.op
+      if producer in seen:
+        continue
+      seen.add(producer)
+      if placement.job(producer) == 'worker':
+        result.add(producer)
+      else:
+        stack.append(producer)
+  return result
+
+
+@pytest.mark.parametrize('resource', [False, True], ids=['ref', 'resource'])
+@pytest.mark.parametrize('num_workers', [1, 2])
+def test_push_waits_for_nothing_from_the_ps(num_workers, resource):
+  g = _graph(num_workers, resource)
+  placement = _Placement()
+  updates = _updates(g.graph)
+  assert len(updates) == 2  # trivial: logits/weights and logits/biases.
+  for update in updates:
+    assert placement.job(update) == 'ps', update.name
+    pushes = _pushes(update, placement)
+    assert pushes, update.name
+    for push in pushes:
+      from_ps = [op.name for op in _ancestors(push) | {push}
+                 if placement.job(op) == 'ps']
+      assert not from_ps, (
+          'the push %s of %s waits for %s on the PS' % (
+              push.name, update.name, from_ps))
+      pulls = [op.name for op in _ancestors(push) | {push}
+               if op.type in PULL_OP_TYPES]
+      assert not pulls, (
+          'the push %s of %s waits for the pulls %s' % (
+              push.name, update.name, pulls))
+
+
+def _pull_read(put):
+  """The op that reads the variable for `put`: the snapshot (DeepCopy) of a
+  ref variable's value, the ReadVariableOp of a resource variable."""
+  op = put
+  while op.inputs:
+    op = op.inputs[0].op
+    if op.type in ('DeepCopy', 'ReadVariableOp'):
+      return op
+  raise AssertionError('no read of a variable feeds %s' % put.name)
+
+
+def _barrier_queue_names(dequeue):
+  return [t.op.get_attr('shared_name').decode() for t in dequeue.inputs
+          if t.op.type.startswith('FIFOQueue')]
+
+
+@pytest.mark.parametrize('resource', [False, True], ids=['ref', 'resource'])
+@pytest.mark.parametrize('num_workers', [1, 2])
+def test_update_waits_for_its_pull_and_gets(num_workers, resource):
+  g = _graph(num_workers, resource)
+  staged = g.mgr.staging_vars_on_devices
+  for update in _updates(g.graph):
+    ancestors = _ancestors(update)
+    variable = [t.op for t in update.inputs if _is_ref_or_resource(t)][0]
+    towers = [tower[variable.name] for tower in staged]
+    assert len(towers) == 2
+    for put, get in towers:
+      assert get.op in ancestors, (update.name, get.name)
+      # The put stores its value later; the read must come first.
+      assert _pull_read(put) in ancestors, (update.name, put.name)
+    barriers = [op for op in ancestors
+                if op.type.startswith('QueueDequeueMany') and any(
+                    name.startswith('gradients_ready_')
+                    for name in _barrier_queue_names(op))]
+    assert bool(barriers) == (num_workers > 1), update.name
+
+
+@pytest.mark.parametrize('resource', [False, True], ids=['ref', 'resource'])
+def test_gradients_ready_barrier_waits_for_every_pull_and_get(resource):
+  """What other workers wait for before they update: this worker's pulls."""
+  g = _graph(2, resource)
+  enqueues = [op for op in g.graph.get_operations()
+              if op.type.startswith('QueueEnqueue') and any(
+                  name.startswith('gradients_ready_')
+                  for name in _barrier_queue_names(op))]
+  assert enqueues
+  for enqueue in enqueues:
+    ancestors = _ancestors(enqueue)
+    for tower in g.mgr.staging_vars_on_devices:
+      for put, get in tower.values():
+        assert _pull_read(put) in ancestors, (enqueue.name, put.name)
+        assert get.op in ancestors, (enqueue.name, get.name)
