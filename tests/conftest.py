@@ -16,9 +16,19 @@ import tensorflow as tf  # pylint: disable=g-import-not-at-top
 tf.compat.v1.disable_eager_execution()
 
 
+def pytest_addoption(parser):
+  parser.addoption(
+      '--network-cluster', action='store_true',
+      help='also run the long namespace cluster tests (network_cluster '
+           'marker; Linux and root, else they skip)')
+
+
 def pytest_configure(config):
   config.addinivalue_line(
       'markers', 'gpu: needs two or more GPUs; skipped elsewhere, with why.')
+  config.addinivalue_line(
+      'markers', 'network_cluster: a long run of clusters in network '
+      'namespaces; deselected unless pytest gets --network-cluster.')
 
 
 @pytest.fixture(params=['resource', 'ref'])
