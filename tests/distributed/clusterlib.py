@@ -70,6 +70,28 @@ BASE_FLAGS = ['--model', MODEL, '--num_gpus', str(TOWERS), '--batch_size',
               '--num_warmup_batches', '0', '--display_every', '1',
               '--startup_timeout_secs', '60']
 
+# Every distributed strategy of the namespace cluster tests: (id, flags).
+NETWORK_STRATEGIES = [
+    ('parameter_server', ['--variable_update', 'parameter_server']),
+    ('staged_parameter_server', ['--variable_update', 'parameter_server',
+                                 '--staged_vars']),
+    ('distributed_replicated', ['--variable_update',
+                                'distributed_replicated']),
+    ('collective_all_reduce', ['--variable_update', 'collective_all_reduce']),
+    ('asynchronous_parameter_server', ['--variable_update',
+                                       'parameter_server',
+                                       '--cross_replica_sync=false']),
+]
+
+
+def strategy_reference(name, values, num_workers, steps):
+  """NumPy's variables after `steps` synchronous steps of the strategy
+  `name` of NETWORK_STRATEGIES (not the asynchronous one)."""
+  assert not name.startswith('asynchronous'), name
+  return reference(values, num_workers, steps, staged='staged' in name,
+                   mean=name == 'collective_all_reduce')
+
+
 _STARTED = re.compile(r'^launcher: started (\S+) at (\S+) \(pid (\d+)\)')
 _IN_NAMESPACE = re.compile(r'^launcher: started (\S+) at \S+ \(pid \d+\) in '
                            r'namespace (\S+), link (\S+) of (\S+)$')

@@ -238,17 +238,7 @@ def test_who_reaches_a_task(network_host, launch):
 
 # -- Every strategy: the namespace cluster equals the loopback run -------------
 
-STRATEGIES = [
-    ('parameter_server', ['--variable_update', 'parameter_server']),
-    ('staged_parameter_server', ['--variable_update', 'parameter_server',
-                                 '--staged_vars']),
-    ('distributed_replicated', ['--variable_update',
-                                'distributed_replicated']),
-    ('collective_all_reduce', ['--variable_update', 'collective_all_reduce']),
-    ('asynchronous_parameter_server', ['--variable_update',
-                                       'parameter_server',
-                                       '--cross_replica_sync=false']),
-]
+STRATEGIES = clusterlib.NETWORK_STRATEGIES
 CASES = [(name, flags_, 'resource') for name, flags_ in STRATEGIES] + [
     (name, flags_, 'ref') for name, flags_ in STRATEGIES
     if name in ('parameter_server', 'collective_all_reduce')]
@@ -260,15 +250,17 @@ CASES = [(name, flags_, 'resource') for name, flags_ in STRATEGIES] + [
 def test_every_strategy_matches_its_loopback_run(network_host, launch,
                                                  tmp_path, name,
                                                  strategy_flags, kind):
-  """1 PS + 2 workers, 3 steps from one checkpoint, over loopback and over
-  the namespaces: the same variables and losses (synchronous strategies,
-  to float32 round-off); asynchronous parameter_server, whose order of
-  updates differs run to run, within a tenth of how far training moved
-  them, with every worker's 3 updates counted both times."""
+  """1 PS + 2 workers (1 for asynchronous parameter_server, whose order
+  of updates is the run's own with more), 3 steps from one checkpoint, over
+  loopback and over the namespaces: the same variables and losses, to
+  float32 round-off, and NumPy's."""
   del network_host
   initial = clusterlib.initial_values(seed=6)
+  # Asynchronous updates of 2 workers come in the order of the run: one
+  # worker makes them NumPy's, w[t+1] = w[t] - lr * mean_d g_d(w[t]).
+  workers = 1 if name.startswith('asynchronous') else 2
   flags_ = strategy_flags + [
-      '--num_ps', '1', '--num_workers', '2',
+      '--num_ps', '1', '--num_workers', str(workers),
       '--use_resource_vars=%s' % ('true' if kind == 'resource' else 'false')]
   runs = {}
   for network in (False, True):
@@ -279,18 +271,10 @@ def test_every_strategy_matches_its_loopback_run(network_host, launch,
     assert ('launcher: network removed' in cluster.output) == network
   (loop_summary, loop_values, loop_step), (net_summary, net_values,
                                            net_step) = runs[False], runs[True]
-  asynchronous = name.startswith('asynchronous')
-  assert loop_step == net_step == (2 * STEPS if asynchronous else STEPS)
-  if asynchronous:
-    for key in initial:
-      moved = np.abs(loop_values[key] - initial[key]).max()
-      assert moved > 0
-      np.testing.assert_allclose(net_values[key], loop_values[key],
-                                 atol=0.1 * moved, rtol=0, err_msg=key)
-    return
+  assert loop_step == net_step == STEPS
   clusterlib.assert_close(net_values, loop_values, rtol=1e-5, atol=1e-6)
   clusterlib.assert_close(loop_values, clusterlib.reference(
-      initial, 2, STEPS, staged='staged' in name,
+      initial, workers, STEPS, staged='staged' in name,
       mean=name == 'collective_all_reduce'))
   for loop_worker, net_worker in zip(loop_summary['workers'],
                                      net_summary['workers']):

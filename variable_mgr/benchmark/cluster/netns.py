@@ -45,10 +45,10 @@ HOST_DEVICE = 'eth0'
 # The port of every task: each task has an address of its own.
 PORT = 2222
 # tbf: a queue of at most this long at the link's rate, and a burst of at
-# least this many bytes (more than one 64 KiB segment of a veth with GSO)
+# least this many bytes (tbf splits larger GSO segments of a veth itself)
 # or 10 ms at the rate, whichever is more.
 LATENCY = '500ms'
-MIN_BURST_BYTES = 128 * 1024
+MIN_BURST_BYTES = 16 * 1024
 BURST_SECS = 0.01
 COMMAND_TIMEOUT_SECS = 30.0
 _NAME = re.compile(r'^(?P<prefix>[a-z]+)(?P<pid>\d+)-(?P<what>\S+)$')
@@ -139,6 +139,12 @@ def delete_namespace(name):
     except (ProcessLookupError, ValueError):
       pass
   run(['ip', 'netns', 'delete', name], check=False)
+
+
+def owner(name):
+  """The pid in namespace name `name` ('vmgr123-sw': 123), or None."""
+  match = _NAME.match(name)
+  return int(match.group('pid')) if match else None
 
 
 def remove_runs(prefix=PREFIX, pid=None):
