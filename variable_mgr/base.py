@@ -29,12 +29,16 @@ still reading.
 
 import abc
 import collections
+import contextlib
 import re
 
+from variable_mgr import accumulation
 from variable_mgr import errors
 from variable_mgr import interface
+from variable_mgr import mixed_precision
 from variable_mgr import ordering
 from variable_mgr import tower_variables
+from variable_mgr import training_options
 from variable_mgr.compat import tf
 
 REDUCTIONS = ('mean', 'sum')
@@ -69,6 +73,24 @@ def _device_key(device):
   return tf.DeviceSpec.from_string(device).to_string().lower()
 
 
+class StepControl(object):
+  """What the training options add to a step (see `training_options`).
+
+  Attributes:
+    go: bool scalar, the strategy combines and applies this step; None when
+      it does every step (the gradients handed over are then not gated).
+    ops: assigns of the step's state (accumulators, deferred gradients,
+      counters, loss scale) that run every step.
+    device: where `go` and the op that waits for the updates live.
+  """
+
+  def __init__(self, go, ops, device):
+    self.go = go
+    self.ops = list(ops)
+    self.device = device
+    self.ops_appended = False
+
+
 class GradientState(object):
   """What `preprocess_device_grads` hands to the later protocol calls.
 
@@ -82,6 +104,8 @@ class GradientState(object):
     variable_reads: every op of `waits`, for a harness that orders updates
       across workers (a worker may not update a shared variable while
       another still reads it).
+    step_control: a `StepControl` when training options change the step,
+      else None.
   """
 
   def __init__(self, apply_devices, tower_grads, payload, waits):
@@ -92,10 +116,27 @@ class GradientState(object):
     self.variable_reads = list(collections.OrderedDict(
         (op, None) for ops in waits.values() for op in ops))
     self._index = ordering.AncestorIndex(self.variable_reads)
+    self.step_control = None
 
   def after_reads(self, grad, var):
     """`grad`, made to arrive after the ops `var`'s update must follow."""
     return ordering.after(grad, self.waits.get(var.op.name, ()), self._index)
+
+
+def _with_float32_storage(outer_scope):
+  """`create_outer_variable_scope` with `mixed_precision`'s getter added
+  inside the strategy's: float16 trainable variables stored in float32."""
+
+  @contextlib.contextmanager
+  def scope(device_num):
+    with outer_scope(device_num) as strategy_scope:
+      with tf.variable_scope(
+          strategy_scope,
+          custom_getter=mixed_precision.float32_storage_getter,
+          auxiliary_name_scope=False) as inner:
+        yield inner
+
+  return scope
 
 
 def _floating_dtype(dtype):
@@ -150,8 +191,72 @@ class VariableMgr(abc.ABC):
            self.default_reduction))
     self.reduction = reduction
     self.accumulation_dtype = _floating_dtype(accumulation_dtype)
+    self.training_options = training_options.TrainingOptions()
+    self._loss_scale = None
+    self._internal_variables = []
     self._check_towers(list(benchmark_cnn.raw_devices), benchmark_cnn.num_gpus)
     self._check_config()
+
+  # Whether `variable_consistency='relaxed'` applies (replicated says yes).
+  supports_relaxed_consistency = False
+
+  def configure_training(self, options):
+    """Sets the training options (a `training_options.TrainingOptions`):
+    float16 towers, loss scaling, accumulation, relaxed consistency.
+
+    `variable_mgr.create` calls it; call it before building any tower.
+
+    Raises:
+      InvalidOptionError: a value outside its domain.
+      IncompatibleOptionsError: a combination that cannot work: relaxed
+        consistency outside replicated or with accumulation, a dynamic loss
+        scale across workers that the strategy cannot check together, an
+        option that needs another.
+      ProtocolError: options set twice.
+    """
+    training_options.check_values(options)
+    if options.relaxed and not self.supports_relaxed_consistency:
+      raise errors.IncompatibleOptionsError(
+          'variable_consistency=\'relaxed\' with %s: relaxed consistency '
+          'defers the all-reduce of replicated by one step; use replicated, '
+          'or parameter_server with staged_vars=True for one-step-stale '
+          'variables there.' % type(self).__name__)
+    workers = training_options.worker_count(self.benchmark_cnn)
+    checks_workers = (type(self)._all_towers_finite is not
+                      VariableMgr._all_towers_finite)
+    if options.auto_loss_scale and workers > 1 and not checks_workers:
+      raise errors.IncompatibleOptionsError(
+          'auto_loss_scale=True with %s on %d workers: this strategy cannot '
+          'tell every worker whether another worker\'s gradients hold an '
+          'inf, so a skipped step would be skipped on some workers only; '
+          'use a fixed loss_scale, or collective_all_reduce.' %
+          (type(self).__name__, workers))
+    if self._loss_scale is not None or self.training_options.active:
+      raise errors.ProtocolError(
+          'configure_training called twice, or after scale_loss: set the '
+          'training options once, before building the towers.')
+    self.training_options = options
+    if options.use_fp16:
+      self.create_outer_variable_scope = _with_float32_storage(
+          self.create_outer_variable_scope)
+
+  def scale_loss(self, loss):
+    """The loss to differentiate: `loss` times the loss scale with
+    `use_fp16` (as float32), else `loss` itself. Call it in every tower."""
+    if not self.training_options.use_fp16:
+      return loss
+    if self._loss_scale is None:
+      options = self.training_options
+      self._loss_scale = mixed_precision.LossScale(
+          options.initial_loss_scale, options.auto_loss_scale,
+          options.inc_loss_scale_every_n, self.benchmark_cnn.cpu_device)
+    return self._loss_scale.scale_loss(loss)
+
+  @property
+  def loss_scale(self):
+    """The loss-scale variable (float32), or None without `use_fp16` (or
+    before the first `scale_loss`)."""
+    return self._loss_scale.variable if self._loss_scale else None
 
   @staticmethod
   def _check_towers(raw_devices, num_gpus):
@@ -253,8 +358,77 @@ class VariableMgr(abc.ABC):
     waits = ordering.find_readers(variables)
     for name, ops in self._update_dependencies(variables).items():
       waits[name].extend(ops)
+    control = None
+    if self.training_options.active:
+      towers, control = self._control_step(towers)
     apply_devices, payload = self._preprocess(towers)
-    return apply_devices, GradientState(apply_devices, towers, payload, waits)
+    state = GradientState(apply_devices, towers, payload, waits)
+    state.step_control = control
+    return apply_devices, state
+
+  def _control_step(self, towers):
+    """The gradients to hand the strategy under the training options, and
+    the step's `StepControl` (see `variable_mgr.accumulation`)."""
+    options = self.training_options
+    devices = list(self.benchmark_cnn.raw_devices)
+    cpu = self.benchmark_cnn.cpu_device
+    ops = []
+    counted = None  # Whether this step hands gradients over; None: always.
+    before = set(id(v) for v in tf.local_variables())
+    with tf.name_scope('training_options'):
+      if options.use_fp16:
+        self._check_scaled(towers)
+        towers = [[(self._loss_scale.unscale(g), v) for g, v in tower]
+                  for tower in towers]
+      if options.backward_passes_per_step > 1:
+        counted, counter_update = accumulation.cycle_counter(
+            options.backward_passes_per_step, cpu)
+        towers, updates = accumulation.accumulate(
+            towers, devices, options.backward_passes_per_step, counted,
+            self.use_mean)
+        ops.append(counter_update)
+        ops.extend(updates)
+      if options.relaxed:
+        towers, counted, updates = accumulation.defer(towers, devices)
+        ops.extend(updates)
+      go = counted
+      if options.use_fp16 and options.auto_loss_scale:
+        flags = [mixed_precision.tower_all_finite([g for g, _ in tower])
+                 for tower in towers]
+        with tf.device(cpu):
+          finite = self._all_towers_finite(flags)
+          ops.extend(self._loss_scale.update_ops(finite, counted))
+          go = finite if go is None else tf.logical_and(go, finite)
+      if go is not None:
+        towers = accumulation.gate(towers, go)
+    self._internal_variables = [v for v in tf.local_variables()
+                                if id(v) not in before]
+    return towers, StepControl(go, ops, cpu)
+
+  def _check_scaled(self, towers):
+    """Refuses towers whose gradients were not taken of `scale_loss`."""
+    scale = self._loss_scale
+    if scale is None:
+      raise errors.ProtocolError(
+          'use_fp16 but scale_loss was never called: differentiate '
+          'mgr.scale_loss(loss) in every tower, so that float16 gradients '
+          'do not underflow.')
+    index = ordering.AncestorIndex([scale.value.op])
+    for t, tower in enumerate(towers):
+      grads = [g for g, _ in tower if g is not None]
+      if not grads:
+        continue
+      values = grads[0].values if isinstance(grads[0], tf.IndexedSlices) \
+          else grads[0]
+      if index.missing([scale.value.op], values.op):
+        raise errors.ProtocolError(
+            'use_fp16: the gradients of tower %d are not taken of the scaled '
+            'loss; differentiate mgr.scale_loss(loss) in every tower.' % t)
+
+  def _all_towers_finite(self, tower_flags):
+    """Hook: a bool scalar, every tower's flag (of every worker) is true;
+    on the worker's CPU. A strategy of several workers overrides it."""
+    return tf.reduce_all(tf.stack(tower_flags))
 
   def get_gradients_to_apply(self, device_num, gradient_state):
     """The `[(grad, var)]` to apply on `apply_devices[device_num]`."""
@@ -275,7 +449,18 @@ class VariableMgr(abc.ABC):
     """
     grads = [(gradient_state.after_reads(g, v), v) for g, v in grads
              if g is not None]
-    self._append_apply(gradient_state, opt, grads, training_ops)
+    control = gradient_state.step_control
+    if control is None:
+      self._append_apply(gradient_state, opt, grads, training_ops)
+      return
+    ops = []
+    self._append_apply(gradient_state, opt, grads, ops)
+    if control.go is not None and ops:
+      ops = [accumulation.alive_after(ops, control.go, control.device)]
+    if not control.ops_appended:
+      control.ops_appended = True
+      ops.extend(control.ops)
+    training_ops.extend(ops)
 
   def _append_apply(self, gradient_state, opt, grads, training_ops):
     """Hook: the update ops of `grads`, already ordered after their
@@ -309,7 +494,12 @@ class VariableMgr(abc.ABC):
     named without tower or PS prefixes, so that a checkpoint written under
     one strategy restores under any other."""
     result = {}
+    if self._loss_scale is not None:
+      result.update(self._loss_scale.variables)
+    internal = set(id(v) for v in self._internal_variables)
     for var in self._savable_candidates():
+      if id(var) in internal:
+        continue
       name = self._canonical_name(strip_port(var.op.name))
       if name is not None:
         result.setdefault(name, var)

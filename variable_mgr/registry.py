@@ -3,6 +3,7 @@
 import collections
 
 from variable_mgr import errors
+from variable_mgr import training_options
 from variable_mgr.strategies import collective_all_reduce
 from variable_mgr.strategies import distributed_replicated
 from variable_mgr.strategies import independent
@@ -48,7 +49,10 @@ _STRATEGY_OPTIONS = collections.OrderedDict([
 
 
 def create(variable_update, benchmark_cnn, reduction=None,
-           accumulation_dtype=None, **options):
+           accumulation_dtype=None, use_fp16=False, loss_scale=None,
+           auto_loss_scale=False, inc_loss_scale_every_n=1000,
+           backward_passes_per_step=1, variable_consistency='strong',
+           **options):
   """Builds the manager for `--variable_update=variable_update`.
 
   A host whose `cluster` is not None gets the distributed variant.
@@ -61,6 +65,9 @@ def create(variable_update, benchmark_cnn, reduction=None,
       collective_all_reduce: 'mean').
     accumulation_dtype: e.g. 'float32': add float16 gradients in this dtype
       (not for independent, which adds nothing).
+    use_fp16, loss_scale, auto_loss_scale, inc_loss_scale_every_n,
+      backward_passes_per_step, variable_consistency: the training options
+      of every strategy (see `variable_mgr.training_options`).
     **options: strategy options, each valid for one strategy:
       staged_vars (parameter_server): read variables through StagingAreas.
       use_nccl (replicated): all-reduce with NCCL, GPU towers only.
@@ -85,12 +92,29 @@ def create(variable_update, benchmark_cnn, reduction=None,
     raise errors.UnknownStrategyError(
         'variable_update=%r is not a strategy; choose one of: %s.' %
         (variable_update, ', '.join(STRATEGY_NAMES)))
+  training = training_options.check_values(training_options.TrainingOptions(
+      use_fp16=use_fp16, loss_scale=loss_scale,
+      auto_loss_scale=auto_loss_scale,
+      inc_loss_scale_every_n=inc_loss_scale_every_n,
+      backward_passes_per_step=backward_passes_per_step,
+      variable_consistency=variable_consistency))
+  mgr = _construct(entry, variable_update, benchmark_cnn, reduction,
+                   accumulation_dtype, options)
+  if training.active:
+    mgr.configure_training(training)
+  return mgr
+
+
+def _construct(entry, variable_update, benchmark_cnn, reduction,
+               accumulation_dtype, options):
+  """The strategy's manager (see `create`)."""
   for name, value in sorted(options.items()):
     if name not in _STRATEGY_OPTIONS:
       raise errors.InvalidOptionError(
           '%s=%r is not an option; the options are: reduction, '
-          'accumulation_dtype, %s.' %
-          (name, value, ', '.join(_STRATEGY_OPTIONS)))
+          'accumulation_dtype, %s, %s.' %
+          (name, value, ', '.join(training_options.FIELD_NAMES),
+           ', '.join(_STRATEGY_OPTIONS)))
     owner, default = _STRATEGY_OPTIONS[name]
     if value != default and owner != variable_update:
       raise errors.IncompatibleOptionsError(

@@ -52,6 +52,7 @@ class VariableMgrLocalReplicated(_replicas.TowerCopiesMgr):
   """
 
   default_reduction = 'sum'
+  supports_relaxed_consistency = True
 
   def __init__(self, benchmark_cnn, use_nccl, reduction=None,
                all_reduce_spec=None, gradient_repacking=0,

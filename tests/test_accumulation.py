@@ -1,0 +1,228 @@
+"""backward_passes_per_step=N: each tower adds N micro-batches' gradients and
+the strategy combines and applies once every N steps.
+
+With reduction='mean', N micro-batches of b rows equal one step on the
+N x b rows (NumPy on the concatenated batch), in every local strategy, for
+ref and resource variables; with 'sum' the micro-batches add up as towers
+do. Between two updates no variable changes.
+"""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import options_harness
+import variable_mgr
+from options_harness import LOCAL_NAMES
+from options_harness import Run
+from options_harness import VARIABLES
+from variable_mgr import errors
+
+tf1 = tf.compat.v1
+
+NUM_TOWERS = 2
+ROWS = 4
+CYCLES = 2
+FLOAT32 = dict(rtol=2e-5, atol=2e-6)
+FLOAT16 = dict(rtol=3e-3, atol=3e-3)
+
+
+def _concatenated(micro_batches):
+  """`[tower]` batches of every micro-batch's rows, in order."""
+  return [(np.concatenate([m[t][0] for m in micro_batches]),
+           np.concatenate([m[t][1] for m in micro_batches]))
+          for t in range(len(micro_batches[0]))]
+
+
+def _reference(run, init, micro, passes, float16=False):
+  """`[cycle][tower]` NumPy values: one step a cycle on the concatenated
+  batch; micro-batches weigh as towers with 'sum'. Staged reads: the first
+  micro-batch of a cycle sees the weights before the last update (its put
+  ran before that update), the others the current weights."""
+  towers = [dict((k, np.asarray(v, np.float64)) for k, v in init.items())
+            for _ in range(NUM_TOWERS)]
+  previous = towers[0]
+  history = []
+  for c in range(CYCLES):
+    cycle = micro[c * passes:(c + 1) * passes]
+    if run.combine == 'none':
+      new = []
+      for t, params in enumerate(towers):
+        g = options_harness.gradients(params, _concatenated(cycle)[t],
+                                      float16)
+        new.append(dict((k, params[k] - options_harness.LEARNING_RATE * g[k])
+                        for k in VARIABLES))
+      towers = new
+    else:
+      current = towers[0]
+      grads = []
+      for m, step_batches in enumerate(cycle):
+        at = previous if (run.stale and m == 0) else current
+        grads.extend(options_harness.gradients(at, b, float16)
+                     for b in step_batches)
+      new = dict(
+          (k, current[k] - options_harness.LEARNING_RATE *
+           options_harness.combine_grads([g[k] for g in grads], run.combine))
+          for k in VARIABLES)
+      previous = current
+      towers = [new] * NUM_TOWERS
+    history.append(towers)
+  return history
+
+
+def _check(run, passes, float16=False, tolerance=FLOAT32):
+  init = run.values(0)
+  micro = options_harness.make_batches(NUM_TOWERS, CYCLES * passes,
+                                       rows=ROWS)
+  history = _reference(run, init, micro, passes, float16)
+  before = run.all_values()
+  for step, step_batches in enumerate(micro):
+    run.step(step_batches)
+    cycle, position = divmod(step, passes)
+    got = run.all_values()
+    if position < passes - 1:
+      for t in range(len(got)):
+        for k in VARIABLES:
+          np.testing.assert_array_equal(
+              got[t][k], before[t][k],
+              err_msg='micro-step %d moved %s' % (step, k))
+      continue
+    for t, tower in enumerate(run.towers):
+      for k in VARIABLES:
+        np.testing.assert_allclose(
+            got[t][k], history[cycle][tower][k],
+            err_msg='%s N=%d cycle %d tower %d %s' %
+            (run.name, passes, cycle, tower, k), **tolerance)
+    before = got
+
+
+@pytest.mark.parametrize('passes', [1, 2, 3])
+@pytest.mark.parametrize('name', LOCAL_NAMES)
+def test_n_micro_batches_equal_one_larger_batch(name, passes, variable_kind):
+  options = {} if name == 'independent' else dict(reduction='mean')
+  run = Run(name, NUM_TOWERS, batch=ROWS, backward_passes_per_step=passes,
+            **options)
+  try:
+    _check(run, passes)
+  finally:
+    run.close()
+
+
+def test_sum_adds_micro_batches_as_towers(variable_kind):
+  run = Run('replicated', NUM_TOWERS, batch=ROWS, backward_passes_per_step=2)
+  try:
+    assert run.combine == 'sum'
+    _check(run, 2)
+  finally:
+    run.close()
+
+
+def test_one_larger_batch_in_tensorflow_equals_the_micro_batches():
+  """The same, against TensorFlow itself: replicated (mean) with momentum
+  on 2 x 4 rows equals the run on 8 rows without accumulation."""
+  micro = options_harness.make_batches(NUM_TOWERS, 4, rows=ROWS)
+  small = Run('replicated', NUM_TOWERS, batch=ROWS, optimizer='momentum',
+              backward_passes_per_step=2, reduction='mean')
+  large = Run('replicated', NUM_TOWERS, batch=2 * ROWS, optimizer='momentum',
+              reduction='mean')
+  try:
+    for k in VARIABLES:
+      np.testing.assert_array_equal(small.values(0)[k], large.values(0)[k])
+    for cycle in range(2):
+      small.step(micro[2 * cycle])
+      small.step(micro[2 * cycle + 1])
+      large.step(_concatenated(micro[2 * cycle:2 * cycle + 2]))
+      for t in range(NUM_TOWERS):
+        for k in VARIABLES:
+          np.testing.assert_allclose(small.values(t)[k], large.values(t)[k],
+                                     **FLOAT32)
+  finally:
+    small.close()
+    large.close()
+
+
+def test_float16_gradients_add_up_in_float32(variable_kind):
+  """Float16 variables (no use_fp16): the accumulators are float32 and the
+  result is NumPy's within float16 tolerance."""
+  run = Run('replicated', NUM_TOWERS, dtype=tf.float16, batch=ROWS,
+            backward_passes_per_step=2, reduction='mean')
+  try:
+    accumulators = [v for v in run.graph.get_collection(
+        tf1.GraphKeys.LOCAL_VARIABLES) if 'accumulator_' in v.op.name]
+    assert len(accumulators) == NUM_TOWERS * len(VARIABLES)
+    assert all(v.dtype.base_dtype == tf.float32 for v in accumulators)
+    _check(run, 2, float16=True, tolerance=FLOAT16)
+  finally:
+    run.close()
+
+
+def test_with_use_fp16_an_inf_in_one_micro_batch_skips_its_cycle(
+    variable_kind):
+  """An inf in the first micro-batch of a cycle: the cycle applies nothing,
+  the scale halves once, at the cycle's end; the next cycle applies."""
+  run = Run('replicated', NUM_TOWERS, dtype=tf.float16, batch=ROWS,
+            backward_passes_per_step=2, reduction='mean', use_fp16=True,
+            auto_loss_scale=True)
+  try:
+    before = run.all_values()
+    micro = options_harness.make_batches(NUM_TOWERS, 2, rows=ROWS)
+    run.step(options_harness.with_inf(micro[0], 1))
+    assert run.loss_scale() == 128.0
+    run.step(micro[1])
+    assert run.loss_scale() == 64.0
+    for got, want in zip(run.all_values(), before):
+      for k in VARIABLES:
+        np.testing.assert_array_equal(got[k], want[k])
+    init = run.values(0)
+    history = _reference(run, init, micro + micro, 2, float16=True)
+    run.step(micro[0])
+    run.step(micro[1])
+    for t in run.towers:
+      for k in VARIABLES:
+        np.testing.assert_allclose(run.values(t)[k], history[0][t][k],
+                                   **FLOAT16)
+  finally:
+    run.close()
+
+
+def test_micro_steps_run_no_exchange_and_no_update():
+  """Read off the executed graph: the copy all-reduce's sums and the
+  updates run on the last micro-step of a cycle only."""
+  run = Run('replicated', NUM_TOWERS, batch=ROWS, backward_passes_per_step=3)
+  try:
+    micro = options_harness.make_batches(NUM_TOWERS, 3, rows=ROWS)
+    feeds = {}
+    for (x, y), (bx, by) in zip(run.inputs, micro[0]):
+      feeds[x], feeds[y] = bx, by
+    executed = []
+    for _ in range(3):
+      options = tf1.RunOptions(trace_level=tf1.RunOptions.FULL_TRACE)
+      metadata = tf1.RunMetadata()
+      run.sess.run(run.train_op, feeds, options=options,
+                   run_metadata=metadata)
+      names = set(node.node_name for dev in metadata.step_stats.dev_stats
+                  for node in dev.node_stats)
+      executed.append(dict(
+          (kind, [n for n in names if any(
+              op.name == n and op.type in types
+              for op in run.graph.get_operations())])
+          for kind, types in (
+              ('sum', ('AddN',)),
+              ('apply', ('ApplyGradientDescent',
+                         'ResourceApplyGradientDescent')))))
+    assert [len(e['apply']) for e in executed] == [
+        0, 0, NUM_TOWERS * len(VARIABLES)]
+    assert [len(e['sum']) for e in executed] == [0, 0, len(VARIABLES)]
+  finally:
+    run.close()
+
+
+@pytest.mark.parametrize('value', [0, -1, 1.5, True, '2'])
+def test_bad_pass_counts_are_refused_before_any_graph(value):
+  with tf.Graph().as_default() as graph:
+    host = variable_mgr.LocalBenchmarkCnn(2)
+    with pytest.raises(errors.InvalidOptionError,
+                       match=r'backward_passes_per_step=%s: .*an integer of '
+                             r'at least 1' % repr(value).replace('.', r'\.')):
+      variable_mgr.create('replicated', host, backward_passes_per_step=value)
+    assert not graph.get_operations()

@@ -1,0 +1,149 @@
+"""Float16 towers on float32 variables, and the loss scale.
+
+With `use_fp16`, a tower that asks `tf.get_variable` for a trainable float16
+variable gets a float32 variable (the one the strategy keeps, updates and
+saves) read through a float16 cast: `float32_storage_getter`, which the
+manager adds to the custom getters of the scope it gives each tower. The
+gradient of the cast is float32, so the update adds float32 gradients to
+float32 variables. Non-trainable variables (batch-norm statistics) keep the
+dtype asked for.
+
+Small float16 gradients underflow to zero; a loss scale S multiplies the
+loss before `tf.gradients` (`scale_loss`) and the manager divides the
+gradients by S (`unscale`) before anything else uses them. S is a variable
+of the job (`loss_scale`, float32, saved in checkpoints) with its count of
+good steps (`loss_scale_normal_steps`). Fixed, it never changes. Dynamic
+(`auto_loss_scale`), a step whose gradients hold an inf or NaN on any tower
+(of any worker, where the strategy can tell) is skipped on every copy of
+every variable, S halves (not below 1) and the count restarts; after
+`inc_loss_scale_every_n` good steps in a row S doubles.
+
+Every op of a step reads S and the count through one snapshot each, taken
+once a step; their new values are computed from those snapshots, so each
+assign depends on the reads by data and needs no control edge.
+"""
+
+from variable_mgr import compat
+from variable_mgr.compat import tf
+
+LOSS_SCALE_NAME = 'loss_scale'
+NORMAL_STEPS_NAME = 'loss_scale_normal_steps'
+
+
+def float32_storage_getter(getter, name, *args, **kwargs):
+  """A custom getter: trainable float16 variables are stored in float32 and
+  read as a float16 cast; every other request is passed on unchanged."""
+  dtype = kwargs.get('dtype')
+  trainable = kwargs.get('trainable')
+  if (dtype is not None and tf.as_dtype(dtype) == tf.float16 and
+      trainable is not False):
+    kwargs['dtype'] = tf.float32
+    var = getter(name, *args, **kwargs)
+    return tf.cast(var, tf.float16)
+  return getter(name, *args, **kwargs)
+
+
+def _state_variable(name, value, dtype, device):
+  """A non-trainable local variable of the manager (each worker of a
+  cluster initialises its own), outside every tower's scope."""
+  graph = tf.get_default_graph()
+  with graph.name_scope(None), tf.device(device):
+    return tf.Variable(tf.constant(value, dtype), name=name, trainable=False,
+                       collections=[tf.GraphKeys.LOCAL_VARIABLES])
+
+
+class LossScale(object):
+  """The loss scale of one graph (see the module docstring).
+
+  Args:
+    initial: the first (or fixed) scale.
+    dynamic: halve and skip on inf/NaN, double after `every_n` good steps.
+    every_n: good steps before the scale doubles.
+    device: where the variables live (the worker's CPU).
+  """
+
+  def __init__(self, initial, dynamic, every_n, device):
+    self.dynamic = dynamic
+    self.every_n = every_n
+    self.device = device
+    self.variable = _state_variable(LOSS_SCALE_NAME, float(initial),
+                                    tf.float32, device)
+    self.normal_steps = _state_variable(NORMAL_STEPS_NAME, 0, tf.int32,
+                                        device)
+    graph = tf.get_default_graph()
+    with graph.name_scope(None), tf.device(device), \
+         tf.name_scope('loss_scale_read'):
+      self.value = tf.identity(compat.snapshot(self.variable), name='scale')
+      self.inverse = tf.math.reciprocal(self.value, name='inverse')
+      self._steps = tf.identity(compat.snapshot(self.normal_steps),
+                                name='normal_steps')
+
+  @property
+  def variables(self):
+    """`{canonical name: variable}` to save."""
+    return {LOSS_SCALE_NAME: self.variable,
+            NORMAL_STEPS_NAME: self.normal_steps}
+
+  def scale_loss(self, loss):
+    """`loss` in float32 times the scale: differentiate this."""
+    loss = tf.cast(loss, tf.float32)
+    return loss * self.value
+
+  def unscale(self, grad):
+    """`grad` divided by the scale, on the gradient's device."""
+    if grad is None:
+      return None
+    values = grad.values if isinstance(grad, tf.IndexedSlices) else grad
+    with tf.colocate_with(values.op), tf.name_scope('unscale'):
+      if values.dtype == tf.float16:
+        scaled = tf.cast(tf.cast(values, tf.float32) * self.inverse,
+                         tf.float16)
+      else:
+        scaled = values * tf.cast(self.inverse, values.dtype)
+    if isinstance(grad, tf.IndexedSlices):
+      return tf.IndexedSlices(scaled, grad.indices, grad.dense_shape)
+    return scaled
+
+  def update_ops(self, finite, counted):
+    """The assigns of a dynamic scale's step.
+
+    Args:
+      finite: bool scalar, every gradient of the step is finite.
+      counted: bool scalar, the step applies gradients (False on the
+        micro-steps of accumulation and the first relaxed step), or None
+        for always.
+    """
+    if not self.dynamic:
+      return []
+    with tf.device(self.device), tf.name_scope('loss_scale_update'):
+      if counted is None:
+        counted = tf.constant(True)
+      good = tf.logical_and(counted, finite)
+      bad = tf.logical_and(counted, tf.logical_not(finite))
+      steps = self._steps
+      counted_steps = tf.where(good, steps + 1,
+                               tf.where(bad, tf.zeros_like(steps), steps))
+      grow = counted_steps >= self.every_n
+      scale = self.value
+      new_scale = tf.where(
+          bad, tf.maximum(scale * 0.5, 1.0),
+          tf.where(grow, scale * 2.0, scale))
+      new_steps = tf.where(grow, tf.zeros_like(steps), counted_steps)
+      return [self.variable.assign(new_scale, read_value=False),
+              self.normal_steps.assign(new_steps, read_value=False)]
+
+
+def tower_all_finite(grads):
+  """A bool scalar on the gradients' device(s): every value of every
+  gradient of one tower is finite."""
+  flags = []
+  for g in grads:
+    if g is None:
+      continue
+    values = g.values if isinstance(g, tf.IndexedSlices) else g
+    with tf.colocate_with(values.op):
+      flags.append(tf.reduce_all(tf.math.is_finite(values)))
+  if not flags:
+    return tf.constant(True)
+  with tf.colocate_with(flags[0].op):
+    return tf.reduce_all(tf.stack(flags))
