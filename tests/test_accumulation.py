@@ -226,3 +226,35 @@ def test_bad_pass_counts_are_refused_before_any_graph(value):
                              r'at least 1' % repr(value).replace('.', r'\.')):
       variable_mgr.create('replicated', host, backward_passes_per_step=value)
     assert not graph.get_operations()
+
+
+@pytest.mark.parametrize('consistency,passes', [('strong', 2),
+                                                ('relaxed', 1)])
+def test_benchmark_wires_accumulation_and_relaxed(consistency, passes):
+  """The benchmark's graph: the first step changes no variable (a
+  micro-step, or the first relaxed step), the second does."""
+  from variable_mgr.benchmark import harness
+  from variable_mgr.benchmark import local_run
+  from variable_mgr.benchmark import run_config
+  config = run_config.BenchmarkConfig(
+      model='trivial', num_gpus=2, batch_size=4,
+      backward_passes_per_step=passes,
+      variable_consistency=consistency).resolved()
+  host, session_config = local_run.make_host(config)
+  g = harness.build_training_graph(config, host)
+  assert g.mgr.training_options.backward_passes_per_step == passes
+  assert g.mgr.training_options.variable_consistency == consistency
+  with g.graph.as_default():
+    weights = [v for v in tf1.global_variables() if v.trainable]
+  with tf1.Session(graph=g.graph, config=session_config) as sess:
+    sess.run(g.init_op)
+    sess.run(g.post_init_op or [])
+    start = sess.run(weights)
+    sess.run(g.train_op)
+    after_one = sess.run(weights)
+    sess.run(g.train_op)
+    after_two = sess.run(weights)
+    assert sess.run(g.global_step) == 2
+  for a, b, c in zip(start, after_one, after_two):
+    np.testing.assert_array_equal(a, b)
+  assert any(np.abs(a - c).max() > 0 for a, c in zip(start, after_two))

@@ -334,3 +334,63 @@ def test_auto_loss_scale_across_workers_is_refused_where_unchecked():
       # A fixed scale needs no check across workers.
       variable_mgr.create(name, host, use_fp16=True, loss_scale=8)
     assert not graph.get_operations()
+
+
+def _benchmark_graph(**fields):
+  from variable_mgr.benchmark import harness
+  from variable_mgr.benchmark import local_run
+  from variable_mgr.benchmark import run_config
+  config = run_config.BenchmarkConfig(
+      model='trivial', num_gpus=2, batch_size=4, **fields).resolved()
+  host, session_config = local_run.make_host(config)
+  return harness.build_training_graph(config, host), session_config
+
+
+def test_benchmark_wires_float16_and_the_dynamic_scale(tmp_path):
+  g, session_config = _benchmark_graph(
+      use_fp16=True, fp16_loss_scale=256, fp16_enable_auto_loss_scale=True,
+      fp16_inc_loss_scale_every_n=2, train_dir=str(tmp_path))
+  options = g.mgr.training_options
+  assert (options.use_fp16, options.loss_scale, options.auto_loss_scale,
+          options.inc_loss_scale_every_n) == (True, 256, True, 2)
+  assert g.saved['loss_scale'] is g.mgr.loss_scale
+  matmuls = [op for op in g.graph.get_operations() if op.type == 'MatMul']
+  assert matmuls and all(op.get_attr('T') == tf.float16 for op in matmuls)
+  with tf1.Session(graph=g.graph, config=session_config) as sess:
+    sess.run(g.init_op)
+    sess.run(g.post_init_op or [])
+    for _ in range(2):
+      _, loss = sess.run([g.train_op, g.loss])
+      assert np.isfinite(loss)
+    assert sess.run(g.mgr.loss_scale) == 512.0  # 2 good steps: doubled.
+
+
+def test_benchmark_header_line():
+  from variable_mgr.benchmark import harness
+  from variable_mgr.benchmark import run_config
+  line = harness.training_options_line
+  config = run_config.BenchmarkConfig
+  assert line(config()) == 'Training options: none'
+  assert line(config(use_fp16=True)) == (
+      'Training options: use_fp16 (loss scale 128, fixed)')
+  assert line(config(use_fp16=True, fp16_enable_auto_loss_scale=True,
+                     fp16_inc_loss_scale_every_n=50,
+                     backward_passes_per_step=4,
+                     variable_consistency='relaxed')) == (
+                         'Training options: use_fp16 (loss scale 128, '
+                         'dynamic, doubles after 50 good steps), '
+                         'backward_passes_per_step=4, '
+                         'variable_consistency=relaxed')
+
+
+@pytest.mark.parametrize('model', ['resnet20', 'resnet50'])
+def test_benchmark_refuses_float16_batch_norm_models(model):
+  from variable_mgr.benchmark import harness
+  from variable_mgr.benchmark import run_config
+  config = run_config.BenchmarkConfig(model=model, use_fp16=True)
+  with tf.Graph().as_default() as graph:
+    with pytest.raises(errors.IncompatibleOptionsError,
+                       match=r'--use_fp16 with --model %s: .*use --model '
+                             r'trivial or lenet' % model):
+      harness.create_manager(config, variable_mgr.LocalBenchmarkCnn(1))
+    assert not graph.get_operations()

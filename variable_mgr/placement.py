@@ -319,9 +319,10 @@ class PartitioningGetter(object):
 def chain_getters(outer, inner):
   """One custom getter: `outer` called first, with `inner` (around the true
   getter) as the getter it calls."""
-  def getter(true_getter, *args, **kwargs):
-    return outer(lambda *a, **k: inner(true_getter, *a, **k), *args, **kwargs)
-  return getter
+  # TensorFlow passes the true getter as the keyword argument `getter`.
+  def chained(getter, *args, **kwargs):
+    return outer(lambda *a, **k: inner(getter, *a, **k), *args, **kwargs)
+  return chained
 
 
 def with_whole_partitioned(to_save, candidates, partitioned, saved_name):

@@ -15,12 +15,20 @@ its order:
 5. Per apply device: `get_gradients_to_apply` + `append_apply_gradients_ops`.
 6. Init, restore, `mgr.get_post_init_ops()`, staging warm-up, training:
    the runners' part (`local_run`, `cluster.worker_task`).
+
+`--use_fp16`: the towers read float16 images and ask for float16 variables
+(the benchmark models ask for float32; a getter inside the manager's scope
+turns their trainable requests into float16 ones, which the manager stores
+in float32 and reads as float16 casts); the gradients are taken of
+`mgr.scale_loss(loss)`. `--backward_passes_per_step` and
+`--variable_consistency` are options of the manager only.
 """
 
 import collections
 
 import tensorflow as _tf
 
+from variable_mgr import errors
 from variable_mgr.benchmark import models
 
 tf = _tf.compat.v1
@@ -55,13 +63,69 @@ def make_optimizer(config):
 def create_manager(config, host):
   """The manager `config` asks for, with every strategy option it sets."""
   import variable_mgr  # pylint: disable=g-import-not-at-top
+  check_float16_model(config)
   return variable_mgr.create(
       config.variable_update, host, staged_vars=config.staged_vars,
       use_nccl=config.use_nccl, all_reduce_spec=config.all_reduce_spec,
       gradient_repacking=config.gradient_repacking,
       agg_small_grads_max_bytes=config.agg_small_grads_max_bytes,
       agg_small_grads_max_group=config.agg_small_grads_max_group,
-      float16_transfer=config.compact_gradient_transfer)
+      float16_transfer=config.compact_gradient_transfer,
+      use_fp16=config.use_fp16, loss_scale=config.fp16_loss_scale,
+      auto_loss_scale=config.fp16_enable_auto_loss_scale,
+      inc_loss_scale_every_n=config.fp16_inc_loss_scale_every_n,
+      backward_passes_per_step=config.backward_passes_per_step,
+      variable_consistency=config.variable_consistency)
+
+
+# Models whose batch norm keeps float32 statistics that a float16 tower
+# cannot update (models.py builds every variable in float32).
+_FLOAT32_ONLY_MODELS = ('resnet20', 'resnet50')
+
+
+def check_float16_model(config):
+  """Refuses --use_fp16 with a model that cannot compute in float16.
+
+  Raises:
+    IncompatibleOptionsError: naming the model and the fix.
+  """
+  if config.use_fp16 and config.model in _FLOAT32_ONLY_MODELS:
+    raise errors.IncompatibleOptionsError(
+        '--use_fp16 with --model %s: its batch norm updates float32 moving '
+        'statistics from the batch\'s statistics, which a float16 tower '
+        'computes in float16; use --model trivial or lenet with --use_fp16.'
+        % config.model)
+
+
+def training_options_line(config):
+  """The header line that says which training options are on, e.g.
+  'Training options: use_fp16 (loss scale 128, dynamic, doubles after 1000
+  good steps), backward_passes_per_step=4, variable_consistency=relaxed';
+  'Training options: none' when none is."""
+  parts = []
+  if config.use_fp16:
+    scale = 128 if config.fp16_loss_scale is None else config.fp16_loss_scale
+    if config.fp16_enable_auto_loss_scale:
+      parts.append('use_fp16 (loss scale %g, dynamic, doubles after %d good '
+                   'steps)' % (scale, config.fp16_inc_loss_scale_every_n))
+    else:
+      parts.append('use_fp16 (loss scale %g, fixed)' % scale)
+  if config.backward_passes_per_step > 1:
+    parts.append('backward_passes_per_step=%d' %
+                 config.backward_passes_per_step)
+  if config.variable_consistency != 'strong':
+    parts.append('variable_consistency=%s' % config.variable_consistency)
+  return 'Training options: %s' % (', '.join(parts) or 'none')
+
+
+def _float16_requests(getter, name, *args, **kwargs):
+  """A custom getter: a float32 model's trainable variables asked for in
+  float16 (the manager's getter stores them in float32)."""
+  dtype = kwargs.get('dtype')
+  if (kwargs.get('trainable') is not False and dtype is not None and
+      tf.as_dtype(dtype) == tf.float32):
+    kwargs['dtype'] = tf.float16
+  return getter(name, *args, **kwargs)
 
 
 def build_towers(config, host, mgr, model, first_input=0):
@@ -85,12 +149,21 @@ def build_towers(config, host, mgr, model, first_input=0):
         images, labels = synthetic_inputs(model, config.batch_size,
                                           config.seed, first_input + d)
       first_update = len(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
-      loss = model.build(images, labels, is_training=True,
-                         weight_decay=config.weight_decay)
+      if config.use_fp16:
+        with tf.variable_scope(tf.get_variable_scope(),
+                               custom_getter=_float16_requests,
+                               auxiliary_name_scope=False):
+          loss = model.build(tf.cast(images, tf.float16), labels,
+                             is_training=True,
+                             weight_decay=config.weight_decay)
+        loss = tf.cast(loss, tf.float32)
+      else:
+        loss = model.build(images, labels, is_training=True,
+                           weight_decay=config.weight_decay)
       tower_updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)[first_update:]
       params = mgr.trainable_variables_on_device(d)
       writable = mgr.trainable_variables_on_device(d, writable=True)
-      grads = tf.gradients(loss, params)
+      grads = tf.gradients(mgr.scale_loss(loss), params)
       device_grads.append(zip(grads, writable))
       losses.append(loss)
       if mgr.retain_tower_updates(d):
