@@ -1,4 +1,7 @@
-"""The benchmark models: sizes, batch-norm updates against NumPy."""
+"""The benchmark models: sizes, batch-norm updates against NumPy; the
+models built on tf.compat.v1.layers: their published sizes and outputs."""
+
+import functools
 
 import numpy as np
 import pytest
@@ -44,8 +47,9 @@ def test_inference_adds_no_updates():
 
 
 def test_unknown_model_lists_names():
-  with pytest.raises(KeyError, match='trivial, lenet, resnet20, resnet50'):
-    models.get_model('vgg16')
+  with pytest.raises(KeyError, match='trivial, lenet, resnet20, resnet50, '
+                     'alexnet, vgg16, inception3, resnet101, resnet152'):
+    models.get_model('vgg19')
 
 
 def test_loss_is_cross_entropy_plus_weight_decay():
@@ -93,3 +97,110 @@ def test_batch_norm_moving_statistics(use_resource):
   expected = (x - x.mean(axis=(0, 1, 2))) / np.sqrt(
       x.var(axis=(0, 1, 2)) + models.BN_EPSILON)
   np.testing.assert_allclose(y_value, expected, rtol=1e-3, atol=1e-4)
+
+
+# --- models built on tf.compat.v1.layers ------------------------------------
+
+def _alexnet_parameters(classes=1000):
+  convs = [(11, 3, 64), (5, 64, 192), (3, 192, 384), (3, 384, 384),
+           (3, 384, 256)]
+  dense = [(256 * 6 * 6, 4096), (4096, 4096), (4096, classes)]
+  return (sum(k * k * i * o + o for k, i, o in convs) +
+          sum(i * o + o for i, o in dense))
+
+
+# name -> (trainable variables, parameters, UPDATE_OPS in training): the
+# published sizes with 1,000 classes (VGG-16 138,357,544; Keras'
+# InceptionV3 23,817,352 trainable; torchvision's ResNet-101 44,549,160 and
+# ResNet-152 60,192,808), AlexNet as tf_cnn_benchmarks builds it.
+LAYERS_EXPECTED = {
+    'alexnet': (16, _alexnet_parameters(), 0),
+    'vgg16': (32, 138357544, 0),
+    'inception3': (190, 23817352, 188),
+    'resnet101': (314, 44549160, 208),
+}
+
+
+@functools.lru_cache(maxsize=None)  # Graphs are only read: build once.
+def _build_logits(name, is_training=True, batch=2):
+  model = models.get_model(name)
+  graph = tf.Graph()
+  with graph.as_default():
+    images = tf.placeholder(tf.float32, [batch] + list(model.image_shape))
+    layers = models._Layers(is_training)  # pylint: disable=protected-access
+    logits = model.build_fn(layers, images, model.num_classes)
+  return graph, logits, layers
+
+
+def _sizes(variables):
+  return sum(int(np.prod(v.shape.as_list())) for v in variables)
+
+
+@pytest.mark.filterwarnings('ignore:`tf.layers.')
+@pytest.mark.parametrize('name', sorted(LAYERS_EXPECTED))
+def test_layers_model_sizes_and_logits(name):
+  graph, logits, layers = _build_logits(name)
+  with graph.as_default():
+    trainable = tf.trainable_variables()
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+  assert (len(trainable), _sizes(trainable), len(updates)) == (
+      LAYERS_EXPECTED[name])
+  assert logits.shape.as_list() == [2, 1000]
+  # Weight decay: every convolution and dense kernel, nothing else.
+  kernels = [v for v in trainable if v.op.name.endswith('kernel')]
+  assert set(w.op.name for w in layers.weights) == set(
+      v.op.name for v in kernels)
+
+
+@pytest.mark.filterwarnings('ignore:`tf.layers.')
+def test_resnet152_is_resnet101_with_more_blocks():
+  """resnet152 (not built here: 467 variables cost a graph ~15 s) is the
+  builder of resnet101 with (3, 8, 36, 3) blocks instead of (3, 4, 23, 3):
+  4 more identity blocks of stage 2 and 13 of stage 3."""
+  graph, _, _ = _build_logits('resnet101')
+  with graph.as_default():
+    trainable = tf.trainable_variables()
+
+  def block(stage):
+    prefix = 'stage%d_block2/' % stage
+    chosen = [v for v in trainable if v.op.name.startswith(prefix)]
+    return len(chosen), _sizes(chosen)
+
+  (v2, p2), (v3, p3) = block(2), block(3)
+  assert (len(trainable) + 4 * v2 + 13 * v3,
+          _sizes(trainable) + 4 * p2 + 13 * p3) == (467, 60192808)
+  resnet152 = models.get_model('resnet152')
+  assert resnet152.build_fn.__code__ is (
+      models.get_model('resnet101').build_fn.__code__)
+  stage_blocks = [c.cell_contents for c in resnet152.build_fn.__closure__]
+  assert stage_blocks == [(3, 8, 36, 3)]
+
+
+@pytest.mark.filterwarnings('ignore:`tf.layers.')
+def test_layers_model_inference_adds_no_updates_and_no_dropout():
+  graph, logits, _ = _build_logits('alexnet', is_training=False, batch=1)
+  assert not graph.get_collection(tf.GraphKeys.UPDATE_OPS)
+  # Initializers draw random numbers too; dropout's draw is its own.
+  assert not [op for op in graph.get_operations()
+              if 'dropout' in op.name and op.type == 'RandomUniform']
+  assert logits.shape.as_list() == [1, 1000]
+
+
+def test_layers_unavailable_is_a_named_error(monkeypatch):
+  """Without Keras 2 (TensorFlow 2.16+ without tf_keras or
+  TF_USE_LEGACY_KERAS=1), tf.compat.v1.layers raises AttributeError on
+  use; a model built on it says what is missing and how to get it."""
+
+  class WithoutLayers(object):
+
+    def __getattr__(self, name):
+      if name == 'layers':
+        raise AttributeError('`layers` is not available with Keras 3.')
+      return getattr(tf, name)
+
+  monkeypatch.setattr(models, 'tf', WithoutLayers())
+  monkeypatch.setenv('TF_USE_LEGACY_KERAS', '0')
+  with pytest.raises(models.LayersUnavailableError,
+                     match=r'TF_USE_LEGACY_KERAS=0 .*tf_keras.*set '
+                     r'TF_USE_LEGACY_KERAS=1 before TensorFlow is imported'):
+    models._StandardLayers(models._Layers(True))  # pylint: disable=protected-access

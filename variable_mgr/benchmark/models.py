@@ -1,9 +1,11 @@
-"""Benchmark models built from `get_variable` and `tf.nn` only.
+"""Benchmark models: their input shapes and the graphs of their losses.
 
 Every variable goes through `tf.get_variable`, so the variable scope and
 custom getter that a strategy puts around a tower apply to all of them (Keras
-layers would ignore both). Images are NHWC float32; labels are int32 class
+3 layers would ignore both). Images are NHWC float32; labels are int32 class
 indices.
+
+The first four (MODEL_NAMES) are built from `get_variable` and `tf.nn`:
 
 | name       | image      | classes | trainable variables | parameters |
 |------------|------------|---------|---------------------|------------|
@@ -11,6 +13,27 @@ indices.
 | `lenet`    | 28x28x1    | 10      | 8                   | 1,663,370  |
 | `resnet20` | 32x32x3    | 10      | 65                  | 272,474    |
 | `resnet50` | 224x224x3  | 1000    | 161                 | 25,557,032 |
+
+tf_cnn_benchmarks' larger models (LAYERS_MODEL_NAMES) are built from
+`tf.compat.v1.layers` (conv2d, batch_normalization, dense, dropout), which
+create their variables through `tf.compat.v1.get_variable` too. They need
+Keras 2: bundled with TensorFlow 1.15 to 2.15; from 2.16 on, the `tf_keras`
+package with `TF_USE_LEGACY_KERAS=1` set before TensorFlow is imported
+(otherwise building one raises LayersUnavailableError, saying so):
+
+| name         | image      | classes | trainable variables | parameters  |
+|--------------|------------|---------|---------------------|-------------|
+| `alexnet`    | 227x227x3  | 1000    | 16                  | 61,838,248  |
+| `vgg16`      | 224x224x3  | 1000    | 32                  | 138,357,544 |
+| `inception3` | 299x299x3  | 1000    | 190                 | 23,817,352  |
+| `resnet101`  | 224x224x3  | 1000    | 314                 | 44,549,160  |
+| `resnet152`  | 224x224x3  | 1000    | 467                 | 60,192,808  |
+
+AlexNet and VGG-16 are tf_cnn_benchmarks' (convolutions with biases, ReLU,
+VALID max pools, two 4096-unit layers with dropout 0.5 in training);
+Inception-v3 is tf_cnn_benchmarks' and Keras' (no auxiliary head; batch norm
+without scale after bias-free convolutions); the ResNets are v1.5 as
+`resnet50` is. Weight decay applies to the convolution and dense kernels.
 
 Batch norm is written out by hand: the moving statistics are non-trainable
 variables updated with their own `assign_sub` method (a staged variable
@@ -21,8 +44,11 @@ collection, from which the harness keeps the towers that
 
 import collections
 import math
+import os
 
 import tensorflow as _tf
+
+from variable_mgr import errors
 
 tf = _tf.compat.v1
 
@@ -207,26 +233,235 @@ def _resnet50(layers, images, num_classes):
   return layers.fc(x, num_classes, 'logits')
 
 
+class LayersUnavailableError(errors.VariableMgrError):
+  """tf.compat.v1.layers cannot build here: TensorFlow 2.16 or later
+  without Keras 2 (tf_keras and TF_USE_LEGACY_KERAS=1)."""
+
+
+def _v1_layers():
+  """tf.compat.v1.layers, or LayersUnavailableError saying how to get it."""
+  try:
+    layers = tf.layers
+    layers.Conv2D  # pylint: disable=pointless-statement
+    return layers
+  except (AttributeError, ImportError) as e:
+    raise LayersUnavailableError(
+        'tf.compat.v1.layers is not available on TensorFlow %s with '
+        'TF_USE_LEGACY_KERAS=%s (%s): the models built on it need Keras 2, '
+        'which TensorFlow 2.16 and later only have from the tf_keras package; '
+        "install tf_keras of TensorFlow's version (pip install "
+        "'variable_mgr[layers]') and set TF_USE_LEGACY_KERAS=1 before "
+        'TensorFlow is imported' % (
+            _tf.__version__, os.environ.get('TF_USE_LEGACY_KERAS', '(unset)'),
+            e))
+
+
+class _StandardLayers(object):
+  """tf.compat.v1.layers helpers that record the kernels subject to weight
+  decay in `weights` (shared with the `_Layers` the model was given)."""
+
+  def __init__(self, layers):
+    self.tf_layers = _v1_layers()
+    self.is_training = layers.is_training
+    self.weights = layers.weights
+
+  def _apply(self, layer, x):
+    y = layer(x)
+    self.weights.append(layer.kernel)
+    return y
+
+  def conv(self, x, filters, kernel, stride=1, padding='SAME', name=None,
+           relu=True):
+    """A convolution with a bias, then a ReLU (AlexNet, VGG)."""
+    layer = self.tf_layers.Conv2D(
+        filters, kernel, stride, padding.lower(), use_bias=True,
+        activation=tf.nn.relu if relu else None,
+        kernel_initializer=tf.variance_scaling_initializer(2.0), name=name)
+    return self._apply(layer, x)
+
+  def conv_bn(self, x, filters, kernel, stride=1, padding='SAME', name=None,
+              relu=True, scale=True, epsilon=BN_EPSILON):
+    """A bias-free convolution, batch norm, then an optional ReLU; `kernel`
+    an int or (height, width)."""
+    with tf.variable_scope(None, default_name=name or 'conv_bn'):
+      layer = self.tf_layers.Conv2D(
+          filters, kernel, stride, padding.lower(), use_bias=False,
+          kernel_initializer=tf.variance_scaling_initializer(2.0),
+          name='conv')
+      y = self._apply(layer, x)
+      y = self.tf_layers.batch_normalization(
+          y, momentum=BN_DECAY, epsilon=epsilon, scale=scale,
+          training=self.is_training, name='bn')
+    return tf.nn.relu(y) if relu else y
+
+  def fc(self, x, units, name=None, relu=True, dropout=None):
+    """A dense layer over the flattened input; dropout in training first."""
+    x = self.tf_layers.flatten(x)
+    if dropout:
+      x = self.tf_layers.dropout(x, dropout, training=self.is_training)
+    layer = self.tf_layers.Dense(
+        units, activation=tf.nn.relu if relu else None,
+        kernel_initializer=tf.variance_scaling_initializer(1.0), name=name)
+    return self._apply(layer, x)
+
+
+def _max_pool(x, size, stride, padding='VALID'):
+  return tf.nn.max_pool(x, [1, size, size, 1], [1, stride, stride, 1],
+                        padding)
+
+
+def _avg_pool(x, size, stride, padding='SAME'):
+  return tf.nn.avg_pool(x, [1, size, size, 1], [1, stride, stride, 1],
+                        padding)
+
+
+def _alexnet(layers, images, num_classes):
+  nets = _StandardLayers(layers)
+  x = nets.conv(images, 64, 11, 4, 'VALID', name='conv1')
+  x = _max_pool(x, 3, 2)
+  x = nets.conv(x, 192, 5, name='conv2')
+  x = _max_pool(x, 3, 2)
+  x = nets.conv(x, 384, 3, name='conv3')
+  x = nets.conv(x, 384, 3, name='conv4')
+  x = nets.conv(x, 256, 3, name='conv5')
+  x = _max_pool(x, 3, 2)
+  x = nets.fc(x, 4096, 'fc6')
+  x = nets.fc(x, 4096, 'fc7', dropout=0.5)
+  return nets.fc(x, num_classes, 'logits', relu=False, dropout=0.5)
+
+
+def _vgg16(layers, images, num_classes):
+  nets = _StandardLayers(layers)
+  x = images
+  for stage, (filters, convs) in enumerate(
+      zip((64, 128, 256, 512, 512), (2, 2, 3, 3, 3))):
+    for i in range(convs):
+      x = nets.conv(x, filters, 3, name='conv%d_%d' % (stage + 1, i + 1))
+    x = _max_pool(x, 2, 2)
+  x = nets.fc(x, 4096, 'fc6')
+  x = nets.fc(x, 4096, 'fc7', dropout=0.5)
+  return nets.fc(x, num_classes, 'logits', relu=False, dropout=0.5)
+
+
+def _inception3(layers, images, num_classes):
+  nets = _StandardLayers(layers)
+
+  def cbn(x, filters, kernel, stride=1, padding='SAME'):
+    return nets.conv_bn(x, filters, kernel, stride, padding, scale=False,
+                        epsilon=1e-3)
+
+  def concat(branches):
+    return tf.concat(branches, 3)
+
+  x = cbn(images, 32, 3, 2, 'VALID')
+  x = cbn(x, 32, 3, 1, 'VALID')
+  x = cbn(x, 64, 3)
+  x = _max_pool(x, 3, 2)
+  x = cbn(x, 80, 1, 1, 'VALID')
+  x = cbn(x, 192, 3, 1, 'VALID')
+  x = _max_pool(x, 3, 2)
+  for i, pool_filters in enumerate((32, 64, 64)):  # 35 x 35
+    with tf.variable_scope('mixed_35x35_%d' % i):
+      x = concat([
+          cbn(x, 64, 1),
+          cbn(cbn(x, 48, 1), 64, 5),
+          cbn(cbn(cbn(x, 64, 1), 96, 3), 96, 3),
+          cbn(_avg_pool(x, 3, 1), pool_filters, 1)])
+  with tf.variable_scope('reduce_17x17'):
+    x = concat([
+        cbn(x, 384, 3, 2, 'VALID'),
+        cbn(cbn(cbn(x, 64, 1), 96, 3), 96, 3, 2, 'VALID'),
+        _max_pool(x, 3, 2)])
+  for i, width in enumerate((128, 160, 160, 192)):  # 17 x 17
+    with tf.variable_scope('mixed_17x17_%d' % i):
+      b7 = cbn(cbn(cbn(x, width, 1), width, (1, 7)), 192, (7, 1))
+      b7dbl = cbn(x, width, 1)
+      for filters, kernel in ((width, (7, 1)), (width, (1, 7)),
+                              (width, (7, 1)), (192, (1, 7))):
+        b7dbl = cbn(b7dbl, filters, kernel)
+      x = concat([cbn(x, 192, 1), b7, b7dbl,
+                  cbn(_avg_pool(x, 3, 1), 192, 1)])
+  with tf.variable_scope('reduce_8x8'):
+    b7x3 = cbn(cbn(cbn(x, 192, 1), 192, (1, 7)), 192, (7, 1))
+    x = concat([
+        cbn(cbn(x, 192, 1), 320, 3, 2, 'VALID'),
+        cbn(b7x3, 192, 3, 2, 'VALID'),
+        _max_pool(x, 3, 2)])
+  for i in range(2):  # 8 x 8
+    with tf.variable_scope('mixed_8x8_%d' % i):
+      b3 = cbn(x, 384, 1)
+      b3dbl = cbn(cbn(x, 448, 1), 384, 3)
+      x = concat([
+          cbn(x, 320, 1),
+          concat([cbn(b3, 384, (1, 3)), cbn(b3, 384, (3, 1))]),
+          concat([cbn(b3dbl, 384, (1, 3)), cbn(b3dbl, 384, (3, 1))]),
+          cbn(_avg_pool(x, 3, 1), 192, 1)])
+  x = tf.reduce_mean(x, [1, 2])
+  return nets.fc(x, num_classes, 'logits', relu=False)
+
+
+def _layers_bottleneck(nets, x, filters, stride):
+  # ResNet v1.5, as _bottleneck_block: the stride on the 3x3 convolution.
+  if stride == 1 and x.shape.as_list()[-1] == 4 * filters:
+    shortcut = x
+  else:
+    shortcut = nets.conv_bn(x, 4 * filters, 1, stride, name='shortcut',
+                            relu=False)
+  y = nets.conv_bn(x, filters, 1, name='conv1')
+  y = nets.conv_bn(y, filters, 3, stride, name='conv2')
+  y = nets.conv_bn(y, 4 * filters, 1, name='conv3', relu=False)
+  return tf.nn.relu(y + shortcut)
+
+
+def _layers_resnet(stage_blocks):
+  def build(layers, images, num_classes):
+    nets = _StandardLayers(layers)
+    x = nets.conv_bn(images, 64, 7, 2, name='conv1')
+    x = _max_pool(x, 3, 2, 'SAME')
+    for stage, (filters, blocks) in enumerate(
+        zip((64, 128, 256, 512), stage_blocks)):
+      for block in range(blocks):
+        stride = 2 if stage > 0 and block == 0 else 1
+        with tf.variable_scope('stage%d_block%d' % (stage + 1, block + 1)):
+          x = _layers_bottleneck(nets, x, filters, stride)
+    x = tf.reduce_mean(x, [1, 2])
+    return nets.fc(x, num_classes, 'logits', relu=False)
+  return build
+
+
 MODELS = collections.OrderedDict((m.name, m) for m in (
     Model('trivial', (28, 28, 1), 10, 0.05, 0.0, 32, _trivial),
     Model('lenet', (28, 28, 1), 10, 0.01, 0.0, 32, _lenet),
     Model('resnet20', (32, 32, 3), 10, 0.05, 1e-4, 32, _resnet20),
     Model('resnet50', (224, 224, 3), 1000, 0.05, 1e-4, 32, _resnet50),
+    # tf_cnn_benchmarks' base rates and default batch sizes per model.
+    Model('alexnet', (227, 227, 3), 1000, 0.005, 4e-5, 512, _alexnet),
+    Model('vgg16', (224, 224, 3), 1000, 0.005, 4e-5, 64, _vgg16),
+    Model('inception3', (299, 299, 3), 1000, 0.005, 4e-5, 32, _inception3),
+    Model('resnet101', (224, 224, 3), 1000, 0.05, 1e-4, 64,
+          _layers_resnet((3, 4, 23, 3))),
+    Model('resnet152', (224, 224, 3), 1000, 0.05, 1e-4, 64,
+          _layers_resnet((3, 8, 36, 3))),
 ))
-MODEL_NAMES = tuple(MODELS)
+# The models built from get_variable and tf.nn, which need no Keras.
+MODEL_NAMES = ('trivial', 'lenet', 'resnet20', 'resnet50')
+# The models built from tf.compat.v1.layers (Keras 2).
+LAYERS_MODEL_NAMES = ('alexnet', 'vgg16', 'inception3', 'resnet101',
+                      'resnet152')
 
 
 def get_model(name):
   """Returns the Model called `name`.
 
   Raises:
-    KeyError: `name` is not in MODEL_NAMES; the message lists them.
+    KeyError: `name` is not in MODEL_NAMES or LAYERS_MODEL_NAMES; the
+      message lists them.
   """
   try:
     return MODELS[name]
   except KeyError:
     raise KeyError('unknown model %r: choose one of %s' %
-                   (name, ', '.join(MODEL_NAMES)))
+                   (name, ', '.join(MODELS)))
 
 
 def variable_shapes(name):
