@@ -12,6 +12,7 @@ steps; the variables of every copy, and tower 0's moving statistics, are
 checked against a single-device run of the same model: that run's gradients
 of each tower's batch, combined as the strategy combines them (none, mean,
 sum; one step stale with staged variables) and applied in NumPy.
+distributed_replicated runs on a one-worker cluster inside the test process.
 """
 
 import os
@@ -184,3 +185,70 @@ def test_layers_model_matches_single_device(label, name, options, num_towers,
                              'tower 0 statistics')
   finally:
     run.close()
+
+
+def test_layers_model_distributed_replicated_matches_single_device(
+    variable_kind, single_device):
+  """distributed_replicated on a one-worker cluster inside this process:
+  every local copy follows the mean of the towers' single-device
+  gradients; tower 0's statistics follow its batches."""
+  from variable_mgr.benchmark.cluster import in_process  # pylint: disable=g-import-not-at-top
+  import variable_mgr  # pylint: disable=g-import-not-at-top
+  model = single_device
+  num_towers = 2
+  host = in_process.LocalClusterHost(num_towers)
+  graph = tf.Graph()
+  with graph.as_default():
+    mgr = variable_mgr.create('distributed_replicated', host)
+    host.devices = mgr.get_devices()
+    inputs, device_grads, update_ops = [], [], []
+    for d in range(num_towers):
+      with mgr.create_outer_variable_scope(d), \
+           tf.name_scope('tower_%i' % d), tf1.device(host.devices[d]):
+        loss, tower_inputs = model.build()
+        inputs.append(tower_inputs)
+        grads = tf.gradients(loss, mgr.trainable_variables_on_device(d))
+        device_grads.append(zip(
+            grads, mgr.trainable_variables_on_device(d, writable=True)))
+        if mgr.retain_tower_updates(d):
+          update_ops.extend(tf1.get_collection(tf1.GraphKeys.UPDATE_OPS))
+    apply_devices, state = mgr.preprocess_device_grads(device_grads)
+    opt = tf1.train.GradientDescentOptimizer(real_models.LEARNING_RATE)
+    training_ops = []
+    for i, device in enumerate(apply_devices):
+      with tf1.device(device):
+        mgr.append_apply_gradients_ops(
+            state, opt, mgr.get_gradients_to_apply(i, state), training_ops)
+    train_op = tf.group(*(training_ops + update_ops))
+    init = [tf1.global_variables_initializer(),
+            tf1.local_variables_initializer()]
+    post_init = mgr.get_post_init_ops()
+    copies = [dict((v.op.name[len('v%d/' % d):], v)
+                   for v in tf1.local_variables()
+                   if v.op.name.startswith('v%d/' % d))
+              for d in range(num_towers)]
+  kind = type(copies[0]['conv/kernel']).__name__
+  assert kind == {'ref': 'RefVariable',
+                  'resource': 'ResourceVariable'}[variable_kind], kind
+  with tf1.Session(host.start(), graph=graph,
+                   config=host.session_config()) as sess:
+    sess.run(init)
+    sess.run(post_init)
+    init_values = sess.run(copies[0])
+    batches = real_models.make_batches(model, num_towers, STEPS, seed=2)
+    history, used = real_models.reference(
+        model, dict((k, init_values[k]) for k in model.TRAINABLE), batches,
+        'mean')
+    moving = dict((k, init_values[k]) for k in model.MOVING)
+    for step, step_batches in enumerate(batches):
+      feeds = {}
+      for tower_inputs, batch in zip(inputs, step_batches):
+        feeds.update(zip(tower_inputs, batch))
+      sess.run(train_op, feeds)
+      moving = model.reference.moving_after(used[step][0], moving,
+                                            step_batches[0])
+    for d in range(num_towers):
+      real_models.assert_close(sess.run(copies[d]), history[-1][d],
+                               np.float32, model.TRAINABLE, 'tower %d' % d)
+    real_models.assert_close(sess.run(copies[0]), moving, np.float32,
+                             model.MOVING, 'tower 0 statistics')
