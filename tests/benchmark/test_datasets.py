@@ -415,3 +415,41 @@ def test_bad_options_are_refused_before_any_graph(kwargs, match):
     with pytest.raises(datasets.InputOptionError, match=match):
       datasets.InputPipeline(datasets.get_dataset('digits'), **args)
     assert not graph.get_operations()
+
+
+def test_towers_of_a_manager_read_their_share_of_one_pipeline():
+  """In the harness's tower scopes (replicated, 2 towers), tower d trains on
+  images d*batch .. (d+1)*batch-1 of the step, on the CPU."""
+  import variable_mgr  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
+  model = models.get_model('trivial')
+  batch, towers = 4, 2
+  host = variable_mgr.LocalBenchmarkCnn(towers)
+  graph = tf.Graph()
+  with graph.as_default():
+    mgr = variable_mgr.create('replicated', host)
+    host.devices = mgr.get_devices()
+    pipeline = datasets.InputPipeline(
+        datasets.get_dataset('digits'), 'validation', batch, towers,
+        model.image_shape, device=host.cpu_device,
+        num_classes=model.num_classes)
+    losses, tower_images = [], []
+    for d in range(towers):
+      with mgr.create_outer_variable_scope(d), \
+           tf.name_scope('tower_%i' % d), tf.device(host.devices[d]):
+        images, labels = pipeline.tower(d)
+        cpu = tf.DeviceSpec.from_string(host.cpu_device).to_string()
+        assert images.device == labels.device == cpu
+        assert images.shape.as_list() == [batch, 28, 28, 1]
+        losses.append(model.build(images, labels))
+        tower_images.append(images)
+    init = tf.global_variables_initializer()
+    with tf.Session(config=host.session_config()) as sess:
+      sess.run(init)
+      got = sess.run(tower_images + losses)
+  digits = _digits_reference()[0][::6]
+  for d in range(towers):
+    for i in range(batch):
+      want = scaled(bilinear(digits[d * batch + i][..., None], 28, 28))
+      np.testing.assert_allclose(got[d][i], want, atol=ATOL)
+  assert all(np.isfinite(loss) for loss in got[towers:])
