@@ -29,6 +29,7 @@ variables without a gradient are taken by another update (see
 """
 
 from variable_mgr import compat
+from variable_mgr import placement
 from variable_mgr.compat import tf
 
 
@@ -148,11 +149,24 @@ class StagedVariableGetter(object):
     return given[name]
 
   def _stage(self, getter, name, *args, **kwargs):
-    staging_ops = self.variable_mgr.staging_vars_on_devices[self.device_num]
     real_var = getter(name, *args, **kwargs)
     trainable = kwargs.get('trainable')
     if trainable is not None and not trainable:  # None: get_variable's True.
       return real_var  # Statistics are read directly (see module doc).
+    if not placement.is_partitioned(real_var):
+      return self._stage_variable(name, real_var)
+    # A partitioned variable: each slice is staged as a variable of its own
+    # (one area a slice, keyed by the slice's name as the trainable
+    # variables list it), and the tower reads their concatenation.
+    slices = list(real_var)
+    gets = [self._stage_variable(v.op.name, v) for v in slices]
+    axis = placement.slice_info(slices[0])[2]
+    with tf.device(self.devices[self.device_num]):
+      return tf.concat(gets, axis)
+
+  def _stage_variable(self, name, real_var):
+    """The get op of a new area for `real_var`; records its put and get."""
+    staging_ops = self.variable_mgr.staging_vars_on_devices[self.device_num]
     if self.cpu_device:
       cache = self.variable_mgr.staged_vars_on_cpu
       if name not in cache:

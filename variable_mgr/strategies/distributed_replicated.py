@@ -8,8 +8,11 @@ every worker to have done so (a barrier a variable), then copies the masters
 back into its local copies. Across workers the updates add up.
 """
 
+import collections
+
 from variable_mgr import aggregation
 from variable_mgr import base
+from variable_mgr import compat
 from variable_mgr import interface
 from variable_mgr import placement
 from variable_mgr.compat import tf
@@ -22,12 +25,41 @@ _MASTER_PREFIX = PS_SHADOW_VAR_PREFIX + '/v0/'
 class VariableMgrDistributedReplicated(base.VariableMgr):
   """See the module docstring.
 
+  Args:
+    benchmark_cnn, reduction, accumulation_dtype: see `VariableMgr`.
+    variable_partition_min_bytes: split every master of more than this many
+      bytes into slices along its first axis, at most one a PS task, none
+      smaller than this, each on a PS task of its own (0: off). The towers'
+      local copies stay whole; a step applies each slice's part of the
+      gradient to its slice and copies the slices back together.
+
   Raises:
     MissingClusterError: the host has no cluster or no PS hosts.
+    InvalidOptionError: a negative or non-integer
+      `variable_partition_min_bytes`.
   """
 
   required_attributes = interface.DISTRIBUTED_ATTRIBUTES + (
       'add_sync_queues_and_barrier',)
+
+  def __init__(self, benchmark_cnn, reduction=None, accumulation_dtype=None,
+               variable_partition_min_bytes=0):
+    super(VariableMgrDistributedReplicated, self).__init__(
+        benchmark_cnn, reduction, accumulation_dtype)
+    min_bytes = placement.check_partitioning(
+        variable_partition_min_bytes, 'distributed_replicated', benchmark_cnn)
+    self.variable_partition_min_bytes = min_bytes
+    self._partitioning = placement.PartitioningGetter(
+        min_bytes, len(list(benchmark_cnn.ps_hosts)))
+    self._master_device = None
+    if min_bytes:
+      # The slices of a master each on a PS task of its own; whole masters
+      # by bytes, as the host's parameter device places them.
+      self._master_device = placement.replica_device_setter(
+          worker_device=benchmark_cnn.cpu_device,
+          cluster=benchmark_cnn.cluster, ps_ops=compat.ps_ops(),
+          ps_strategy=placement.SliceSpreadingStrategy(
+              len(list(benchmark_cnn.ps_hosts))))
 
   def _check_config(self):
     parameter_server.check_cluster(self.benchmark_cnn,
@@ -47,30 +79,57 @@ class VariableMgrDistributedReplicated(base.VariableMgr):
   def _preprocess(self, tower_grads):
     return [self.benchmark_cnn.param_server_device], {}
 
+  def _master(self, v):
+    """The master of tower variable `v`, made on the PS (partitioned if it
+    is large enough)."""
+    name = PS_SHADOW_VAR_PREFIX + '/' + base.strip_port(v.op.name)
+    with tf.variable_scope(tf.get_variable_scope(),
+                           custom_getter=self._partitioning):
+      if self._master_device is None:
+        return tf.get_variable(name, dtype=v.dtype.base_dtype,
+                               initializer=v.initial_value, trainable=True)
+      with tf.device(self._master_device):
+        return tf.get_variable(name, dtype=v.dtype.base_dtype,
+                               initializer=v.initial_value, trainable=True)
+
   def _gradients_to_apply(self, device_num, state):
     agg = aggregation.aggregate_gradients_using_copy_with_device_selection(
         self.benchmark_cnn, state.tower_grads, self.use_mean,
         self.accumulation_dtype)
-    masters = state.payload  # master variable name -> gradient index
+    masters = state.payload  # master (slice) variable name -> gradient index
     result = []
     for i, (g, v) in enumerate(agg):
-      name = PS_SHADOW_VAR_PREFIX + '/' + base.strip_port(v.op.name)
-      master = tf.get_variable(name, dtype=v.dtype.base_dtype,
-                               initializer=v.initial_value, trainable=True)
-      masters[master.op.name] = i
-      result.append((g, master))
+      master = self._master(v)
+      if not placement.is_partitioned(master):
+        masters[master.op.name] = i
+        result.append((g, master))
+        continue
+      slices = list(master)
+      axis = placement.slice_info(slices[0])[2]
+      if g is not None:
+        # A slice's part of the gradient, cut where the variable is; a
+        # sparse gradient is made dense first (its rows span the slices).
+        g = tf.split(tf.convert_to_tensor(g),
+                     [s.shape.as_list()[axis] for s in slices], axis)
+      for k, part in enumerate(slices):
+        masters[part.op.name] = i
+        result.append((None if g is None else g[k], part))
     return result
 
   def _append_apply(self, gradient_state, opt, grads, training_ops):
     towers = gradient_state.tower_grads
+    # Slices of one master, in order, under its gradient index.
+    by_index = collections.OrderedDict()
     for g, master in grads:
-      i = gradient_state.payload[master.op.name]
-      apply_op = opt.apply_gradients([(g, master)])
+      by_index.setdefault(gradient_state.payload[master.op.name], []).append(
+          (g, master))
+    for i, pairs in by_index.items():
+      apply_ops = [opt.apply_gradients([pair]) for pair in pairs]
       barrier = self.benchmark_cnn.add_sync_queues_and_barrier(
-          'replicate_variable_%s' % i, [apply_op])
+          'replicate_variable_%s' % i, apply_ops)
       with tf.control_dependencies([barrier]):
         with tf.device(self.benchmark_cnn.cpu_device):
-          updated = master.read_value()
+          updated = _read_whole([master for _, master in pairs])
           for tower in towers:
             local = tower[i][1]
             # The copy back overwrites the tower's local copy: after the
@@ -82,18 +141,28 @@ class VariableMgrDistributedReplicated(base.VariableMgr):
     """Copies each master into every tower's local copy."""
     local_by_name = dict((base.strip_port(v.name), v)
                          for v in tf.local_variables())
+    masters = [v for v in tf.global_variables()
+               if base.strip_port(v.name).startswith(_MASTER_PREFIX)]
+    groups = placement.partitioned_groups(masters)
+    wholes = [(base.strip_port(v.name), [v]) for v in masters
+              if placement.slice_info(v) is None]
     ops = []
-    for master in tf.global_variables():
-      name = base.strip_port(master.name)
-      if not name.startswith(_MASTER_PREFIX):
-        continue
+    for name, parts in wholes + list(groups.items()):
       suffix = name[len(_MASTER_PREFIX):]
-      value = master.read_value()
+      value = _read_whole(parts)
       for d in range(self.num_towers):
         local = local_by_name.get('v%d/%s' % (d, suffix))
         if local is not None:
           ops.append(local.assign(value, read_value=False))
     return ops
+
+  def get_variables_to_save(self):
+    """See `VariableMgr`; a partitioned master is saved whole, under its
+    canonical name (`placement.with_whole_partitioned`)."""
+    return placement.with_whole_partitioned(
+        super(VariableMgrDistributedReplicated, self).get_variables_to_save(),
+        self._savable_candidates(), self._partitioning.partitioned,
+        self._canonical_name)
 
   def _savable_candidates(self):
     # Masters first, so that they win over tower 0's local copies.
@@ -103,3 +172,12 @@ class VariableMgrDistributedReplicated(base.VariableMgr):
     if name.startswith(PS_SHADOW_VAR_PREFIX + '/'):
       name = name[len(PS_SHADOW_VAR_PREFIX) + 1:]
     return super(VariableMgrDistributedReplicated, self)._canonical_name(name)
+
+
+def _read_whole(parts):
+  """The value of a master: its one variable, or its slices concatenated
+  along their axis."""
+  if len(parts) == 1 and placement.slice_info(parts[0]) is None:
+    return parts[0].read_value()
+  axis = placement.slice_info(parts[0])[2]
+  return tf.concat([p.read_value() for p in parts], axis)

@@ -107,6 +107,18 @@ class VariableMgrDistributedFetchFromPS(_SharedVariablesMgr):
 
   required_attributes = interface.DISTRIBUTED_ATTRIBUTES
 
+  def __init__(self, benchmark_cnn, reduction=None, accumulation_dtype=None,
+               variable_partition_min_bytes=0):
+    super(VariableMgrDistributedFetchFromPS, self).__init__(
+        benchmark_cnn, reduction, accumulation_dtype)
+    min_bytes = placement.check_partitioning(
+        variable_partition_min_bytes, 'parameter_server', benchmark_cnn)
+    self.variable_partition_min_bytes = min_bytes
+    # Shared by every tower (tower 0 creates, the others reuse); with 0 it
+    # only records the variables a model partitions itself.
+    self._partitioning = placement.PartitioningGetter(
+        min_bytes, len(list(benchmark_cnn.ps_hosts)))
+
   def _check_config(self):
     check_cluster(self.benchmark_cnn, 'parameter_server')
 
@@ -118,14 +130,25 @@ class VariableMgrDistributedFetchFromPS(_SharedVariablesMgr):
     getter = placement.OverrideCachingDevice(
         caching_devices, self.benchmark_cnn.cpu_device,
         SMALL_VARIABLE_THRESHOLD)
-    return self._scope(device_num, getter)
+    return self._scope(device_num,
+                       placement.chain_getters(self._partitioning, getter))
+
+  def get_variables_to_save(self):
+    """See `VariableMgr`; a partitioned variable is saved whole, under its
+    own name (`placement.with_whole_partitioned`)."""
+    return placement.with_whole_partitioned(
+        super(VariableMgrDistributedFetchFromPS, self).get_variables_to_save(),
+        self._savable_candidates(), self._partitioning.partitioned,
+        self._canonical_name)
 
   def _gradients_to_apply(self, device_num, state):
     return aggregation.aggregate_gradients_using_copy(
         state.tower_grads, self.use_mean, self.accumulation_dtype)
 
   def get_devices(self):
-    ps_strategy = placement.GreedyLoadBalancingStrategy(
+    # Whole variables by bytes, least loaded first; the slices of a
+    # partitioned variable each on a task of its own.
+    ps_strategy = placement.SliceSpreadingStrategy(
         len(self.benchmark_cnn.ps_hosts), placement.byte_size_load_fn)
     return [placement.replica_device_setter(
         worker_device=d, cluster=self.benchmark_cnn.cluster,
@@ -138,11 +161,22 @@ class VariableMgrDistributedFetchFromStagedPS(
   """Distributed parameter server read through staging areas, each variable
   copied once a step from the PS to the worker CPU."""
 
-  def __init__(self, benchmark_cnn, reduction=None, accumulation_dtype=None):
+  def __init__(self, benchmark_cnn, reduction=None, accumulation_dtype=None,
+               variable_partition_min_bytes=0):
     super(VariableMgrDistributedFetchFromStagedPS, self).__init__(
-        benchmark_cnn, reduction, accumulation_dtype)
+        benchmark_cnn, reduction, accumulation_dtype,
+        variable_partition_min_bytes)
     self._staging_cpu_device = benchmark_cnn.cpu_device
     self._init_staging()
+
+  def create_outer_variable_scope(self, device_num):
+    # The staging getter sees a partitioned variable whole and stages each
+    # slice (see `staging.StagedVariableGetter`).
+    getter = staging.StagedVariableGetter(
+        device_num, self.benchmark_cnn.raw_devices, self._staging_cpu_device,
+        self)
+    return self._scope(device_num,
+                       placement.chain_getters(getter, self._partitioning))
 
   def _gradients_to_apply(self, device_num, state):
     """The reduced gradients, each handed to its variable's device first.
