@@ -3,6 +3,7 @@
 import collections
 
 from variable_mgr import errors
+from variable_mgr import placement
 from variable_mgr import training_options
 from variable_mgr.strategies import collective_all_reduce
 from variable_mgr.strategies import distributed_replicated
@@ -70,6 +71,10 @@ def create(variable_update, benchmark_cnn, reduction=None,
       of every strategy (see `variable_mgr.training_options`).
     **options: strategy options, each valid for one strategy:
       staged_vars (parameter_server): read variables through StagingAreas.
+      variable_partition_min_bytes (parameter_server and
+      distributed_replicated on a cluster): split every variable of more
+      than this many bytes into at most one slice a PS task, none smaller
+      (see `placement.PartitioningGetter`); 0, the default, is off.
       use_nccl (replicated): all-reduce with NCCL, GPU towers only.
       all_reduce_spec, gradient_repacking, agg_small_grads_max_bytes,
       agg_small_grads_max_group, float16_transfer (replicated): see
@@ -108,6 +113,9 @@ def create(variable_update, benchmark_cnn, reduction=None,
 def _construct(entry, variable_update, benchmark_cnn, reduction,
                accumulation_dtype, options):
   """The strategy's manager (see `create`)."""
+  partition_min_bytes = placement.check_partitioning(
+      options.pop('variable_partition_min_bytes', 0), variable_update,
+      benchmark_cnn)
   for name, value in sorted(options.items()):
     if name not in _STRATEGY_OPTIONS:
       raise errors.InvalidOptionError(
@@ -141,5 +149,9 @@ def _construct(entry, variable_update, benchmark_cnn, reduction,
     use_nccl = options.pop('use_nccl', False)
     return cls(benchmark_cnn, use_nccl, reduction=reduction,
                accumulation_dtype=accumulation_dtype, **options)
+  if partition_min_bytes:
+    return cls(benchmark_cnn, reduction=reduction,
+               accumulation_dtype=accumulation_dtype,
+               variable_partition_min_bytes=partition_min_bytes)
   return cls(benchmark_cnn, reduction=reduction,
              accumulation_dtype=accumulation_dtype)
