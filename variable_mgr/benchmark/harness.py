@@ -75,7 +75,8 @@ def create_manager(config, host):
       auto_loss_scale=config.fp16_enable_auto_loss_scale,
       inc_loss_scale_every_n=config.fp16_inc_loss_scale_every_n,
       backward_passes_per_step=config.backward_passes_per_step,
-      variable_consistency=config.variable_consistency)
+      variable_consistency=config.variable_consistency,
+      variable_partition_min_bytes=config.variable_partition_min_bytes)
 
 
 # Models whose batch norm keeps float32 statistics that a float16 tower
