@@ -258,3 +258,29 @@ def test_benchmark_wires_accumulation_and_relaxed(consistency, passes):
   for a, b, c in zip(start, after_one, after_two):
     np.testing.assert_array_equal(a, b)
   assert any(np.abs(a - c).max() > 0 for a, c in zip(start, after_two))
+
+
+def test_collective_workers_accumulate(tmp_path):
+  """collective_all_reduce, 2 worker processes of 2 towers, N=2: each
+  cycle's update is the mean over the 4 towers and 2 micro-batches; the
+  micro-steps change nothing."""
+  import options_worker
+  towers, workers = 2, 2
+  arrays = options_harness.run_collective_workers(tmp_path, 'accumulate',
+                                                  workers, towers)
+  init = options_harness.collective_values(arrays[0], 'initial', 0)
+  params = dict((k, np.asarray(v, np.float64)) for k, v in init.items())
+  for step in range(4):
+    if step % 2 == 1:
+      grads = [options_harness.gradients(params, options_worker.batch(g, s))
+               for s in (step - 1, step) for g in range(workers * towers)]
+      params = dict((k, params[k] - options_worker.LEARNING_RATE *
+                     sum(g[k] for g in grads) / len(grads))
+                    for k in VARIABLES)
+    for k, worker in enumerate(arrays):
+      for d in range(towers):
+        got = options_harness.collective_values(worker, 'step%d' % step, d)
+        for name in VARIABLES:
+          np.testing.assert_allclose(
+              got[name], params[name], err_msg='worker %d tower %d step %d '
+              '%s' % (k, d, step, name), **FLOAT32)

@@ -394,3 +394,35 @@ def test_benchmark_refuses_float16_batch_norm_models(model):
                              r'trivial or lenet' % model):
       harness.create_manager(config, variable_mgr.LocalBenchmarkCnn(1))
     assert not graph.get_operations()
+
+
+def test_collective_workers_skip_an_inf_of_another_worker(tmp_path):
+  """collective_all_reduce, 2 worker processes of 2 towers: an inf on the
+  last tower of worker 1 leaves every copy of both workers as it was and
+  halves both scales; the clean steps then match NumPy (the mean over the
+  4 towers) and the scale doubles after 2 of them, on both workers."""
+  import options_worker
+  towers, workers = 2, 2
+  arrays = options_harness.run_collective_workers(tmp_path, 'fp16', workers,
+                                                  towers)
+  init = options_harness.collective_values(arrays[0], 'initial', 0)
+  params = dict((k, np.asarray(v, np.float64)) for k, v in init.items())
+  for step in range(3):
+    if step > 0:
+      grads = [options_harness.gradients(
+          params, options_worker.batch(g, step), float16=True)
+               for g in range(workers * towers)]
+      params = dict((k, params[k] - options_worker.LEARNING_RATE *
+                     sum(g[k] for g in grads) / len(grads))
+                    for k in VARIABLES)
+    for k, worker in enumerate(arrays):
+      assert worker['step%d/loss_scale' % step] == [64.0, 64.0, 128.0][step]
+      for d in range(towers):
+        got = options_harness.collective_values(worker, 'step%d' % step, d)
+        for name in VARIABLES:
+          if step == 0:
+            np.testing.assert_array_equal(got[name], init[name])
+          else:
+            np.testing.assert_allclose(
+                got[name], params[name], err_msg='worker %d tower %d step '
+                '%d %s' % (k, d, step, name), **FLOAT16)

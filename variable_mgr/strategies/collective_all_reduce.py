@@ -55,6 +55,10 @@ from variable_mgr.strategies import _replicas
 GROUP_KEY = 1
 GRADIENT_INSTANCE_KEY_BASE = 1
 BROADCAST_INSTANCE_KEY_BASE = 1000000
+# The all-reduce of the inf/NaN check (dynamic loss scale), once a step.
+FINITE_INSTANCE_KEY = 2000000
+# The broadcast of the loss-scale state (chief's, initialised or restored).
+LOSS_SCALE_INSTANCE_KEY_BASE = 2000001
 GROUP_LEADER = '/job:worker/replica:0/task:0'
 
 
@@ -152,20 +156,40 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
         result.append(reduced)
     return devices, result
 
+  def _all_towers_finite(self, tower_flags):
+    """Every tower of every worker adds its count of non-finite towers (0
+    or 1) in one collective all-reduce a step: every worker then takes the
+    same decision. Every tower's result is consumed, so that every member
+    of the group runs."""
+    if self.group_size == 1:
+      return super(VariableMgrCollectiveAllReduce, self)._all_towers_finite(
+          tower_flags)
+    clean = []
+    with tf.name_scope('collective_finite_check'):
+      for flag, device in zip(tower_flags, self.benchmark_cnn.raw_devices):
+        with tf.device(device):
+          bad = tf.reshape(tf.cast(tf.logical_not(flag), tf.float32), [1])
+          total = compat.collective_all_reduce(
+              bad, self.group_size, GROUP_KEY, FINITE_INSTANCE_KEY, device)
+          clean.append(tf.equal(tf.reduce_sum(total), 0.0))
+      with tf.device(self.benchmark_cnn.cpu_device):
+        return tf.reduce_all(tf.stack(clean))
+
   def get_post_init_ops(self):
-    """Broadcasts worker 0's tower 0 to every tower of every worker.
+    """Broadcasts worker 0's tower 0 to every tower of every worker, and
+    worker 0's loss-scale state (use_fp16) to every worker.
 
     With one worker of one tower there is no other copy: no ops (and
     TensorFlow refuses a broadcast group of one).
     """
     if self.group_size == 1:
       return []
+    ops = self._broadcast_loss_scale()
     devices = self.benchmark_cnn.raw_devices
     by_name = dict((base.strip_port(v.op.name), v)
                    for v in tf.global_variables())
     names = sorted(base.canonical_name(n) for n in by_name
                    if base.tower_scope_of(n)[1] == 0)
-    ops = []
     with tf.name_scope('collective_broadcast'):
       for j, name in enumerate(names):
         key = BROADCAST_INSTANCE_KEY_BASE + j
@@ -190,4 +214,38 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
                   shape, var.dtype.base_dtype, self.group_size, GROUP_KEY,
                   key, device)
               ops.append(var.assign(value, read_value=False))
+    return ops
+
+  def _broadcast_loss_scale(self):
+    """Each worker keeps its own loss-scale variables (local variables,
+    equal while every step's decision is global); after a restore on the
+    chief, the chief's values go to every worker: the chief's tower 0
+    sends, every other tower of the group receives, and tower 0 of each
+    other worker assigns what it receives."""
+    if self._loss_scale is None:
+      return []
+    ops = []
+    devices = self.benchmark_cnn.raw_devices
+    with tf.name_scope('collective_broadcast_loss_scale'):
+      for j, (_, var) in enumerate(sorted(self._loss_scale.variables.items())):
+        key = LOSS_SCALE_INSTANCE_KEY_BASE + j
+        for d, device in enumerate(devices):
+          with tf.device(device):
+            # As float32, which every release's collectives carry (the
+            # step count is small).
+            if d == 0 and self.is_source:
+              ops.append(compat.collective_broadcast_send(
+                  tf.reshape(tf.cast(var.read_value(), tf.float32), [1]),
+                  self.group_size, GROUP_KEY, key, device).op)
+              continue
+            value = compat.collective_broadcast_recv(
+                tf.TensorShape([1]), tf.float32, self.group_size,
+                GROUP_KEY, key, device)
+            if d == 0:
+              with tf.device(var.device):
+                ops.append(var.assign(
+                    tf.cast(tf.reshape(value, []), var.dtype.base_dtype),
+                    read_value=False))
+            else:
+              ops.append(value.op)
     return ops
