@@ -156,6 +156,11 @@ class VariableMgrDistributedReplicated(base.VariableMgr):
           ops.append(local.assign(value, read_value=False))
     return ops
 
+  @property
+  def partitioned_variables(self):
+    """`{full name: PartitionedVariable}` of the variables split so far."""
+    return dict(self._partitioning.partitioned)
+
   def get_variables_to_save(self):
     """See `VariableMgr`; a partitioned master is saved whole, under its
     canonical name (`placement.with_whole_partitioned`)."""

@@ -133,6 +133,11 @@ class VariableMgrDistributedFetchFromPS(_SharedVariablesMgr):
     return self._scope(device_num,
                        placement.chain_getters(self._partitioning, getter))
 
+  @property
+  def partitioned_variables(self):
+    """`{full name: PartitionedVariable}` of the variables split so far."""
+    return dict(self._partitioning.partitioned)
+
   def get_variables_to_save(self):
     """See `VariableMgr`; a partitioned variable is saved whole, under its
     own name (`placement.with_whole_partitioned`)."""

@@ -182,3 +182,21 @@ def _on_task(var, job, task):
   """Whether `var` is placed on task `task` of job `job`."""
   device = tf.DeviceSpec.from_string(var.device or '')
   return device.job == job and device.task == task
+
+
+def describe_partitions(mgr):
+  """Lines that say how each partitioned variable of `mgr` is split:
+  'Partitioned: v/fc1/weights [3136, 512] in 2 slices: ps:0 3211264 B,
+  ps:1 3211264 B'."""
+  lines = []
+  partitioned = getattr(mgr, 'partitioned_variables', None) or {}
+  for name in sorted(partitioned):
+    variable = partitioned[name]
+    parts = []
+    for part in variable:
+      device = tf.DeviceSpec.from_string(part.device or '')
+      size = part.shape.num_elements() * part.dtype.base_dtype.size
+      parts.append('%s:%s %d B' % (device.job, device.task, size))
+    lines.append('Partitioned: %s %s in %d slices: %s' % (
+        name, variable.shape.as_list(), len(parts), ', '.join(parts)))
+  return lines

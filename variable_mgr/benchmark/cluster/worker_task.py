@@ -92,6 +92,8 @@ def run_worker(spec, config, options, log=print):
   start = time.time()
   g = worker_graph.build_worker_graph(config, host, spec, sync)
   build_seconds = time.time() - start
+  for line in worker_graph.describe_partitions(g.mgr):
+    log(line)
 
   monitor = liveness.Monitor(spec, options.startup_timeout_secs)
   num_cpus = config.num_gpus if config.device == 'cpu' else 1
