@@ -453,3 +453,28 @@ def test_towers_of_a_manager_read_their_share_of_one_pipeline():
       want = scaled(bilinear(digits[d * batch + i][..., None], 28, 28))
       np.testing.assert_allclose(got[d][i], want, atol=ATOL)
   assert all(np.isfinite(loss) for loss in got[towers:])
+
+
+def test_imagenet_training_crops_cover_the_boxes(tmp_path):
+  """A black 100x100 image white in rows 0-19, columns 0-4, boxed there: a
+  training crop covers at least 10% of the box, so every crop shows white.
+  Without the box, crops anywhere in the image often show none."""
+  image = np.zeros((100, 100, 3), np.uint8)
+  image[:20, :5] = 255
+  graph = tf.Graph()
+  with graph.as_default():
+    with tf.Session() as sess:
+      jpeg = sess.run(tf.image.encode_jpeg(image, quality=100))
+  maxima = {}
+  for boxes in ([(0.0, 0.0, 0.2, 0.05)], []):
+    directory = tmp_path / ('boxed' if boxes else 'unboxed')
+    directory.mkdir()
+    _write_records(str(directory / 'train-00000-of-00001'),
+                   [_example(jpeg, 1, boxes)] * 32)
+    pipeline = datasets.InputPipeline(
+        datasets.get_dataset('imagenet', str(directory)), 'train', 32, 1,
+        (16, 16, 3), seed=4)
+    ((images, _),) = run_batches(pipeline)[0]
+    maxima[bool(boxes)] = images.reshape(32, -1).max(axis=1)
+  assert (maxima[True] > -0.5).all(), maxima[True]
+  assert (maxima[False] < -0.9).sum() >= 8, maxima[False]
