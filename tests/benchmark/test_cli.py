@@ -156,14 +156,15 @@ def test_summary_and_trace(tmp_path):
 
 @pytest.mark.parametrize('argv, needle', [
     (['--model', 'vgg'], "'vgg'"),
-    (['--num_gpus', '0'], 'num_towers=0'),
-    (['--num_gpus', '-1'], 'at least 0'),
+    (['--num_gpus', '0'], '--num_gpus=0: must be at least 1; pass '
+                          '--num_gpus=1 or more'),
+    (['--num_gpus', '-1'], '--num_gpus=-1: must be at least 1'),
     (['--use_nccl'], 'NCCL'),
     (['--variable_update', 'replicated', '--staged_vars'], 'staged_vars'),
     (['--variable_update', 'independent', '--use_nccl'], 'use_nccl'),
     (['--variable_update', 'sync'], "'sync'"),
     (['--batch_size', '0'], 'at least 1'),
-    (['--staged_vars=maybe'], "'maybe'"),
+    (['--staged_vars=maybe'], '--staged_vars=maybe: expected true or false'),
     (['--learning_rate', '-1'], 'positive'),
     (['--compare_towers', '1,x'], '1,x'),
     (['--compare_strategies', 'replicated,ring'], 'ring'),
@@ -200,4 +201,4 @@ def test_module_entry_point():
   assert bad.returncode == 2
   assert 'Traceback' not in bad.stderr
   assert bad.stderr.splitlines()[-1].startswith(
-      'variable_mgr_benchmark: error: num_towers=0')
+      'variable_mgr_benchmark: error: --num_gpus=0: must be at least 1')

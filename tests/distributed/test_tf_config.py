@@ -39,9 +39,13 @@ def test_tf_config_chief_is_worker_zero():
   assert chief.is_chief
 
 
-def test_flags_win_over_tf_config():
-  spec = task_spec.resolve('ps', 0, PS, WORKERS, _env('not json'))
-  assert spec.job_name == 'ps'
+def test_tf_config_and_flags_together_are_refused():
+  with pytest.raises(task_spec.MissingTaskError) as e:
+    task_spec.resolve('ps', 0, PS, WORKERS, _env('not json'))
+  assert str(e.value) == (
+      'TF_CONFIG is set and --job_name, --ps_hosts, --worker_hosts given '
+      'too: a task is described by the flags or by TF_CONFIG, not both; '
+      'unset TF_CONFIG or drop --job_name, --ps_hosts, --worker_hosts.')
 
 
 def test_no_cluster_is_a_local_run():
@@ -110,7 +114,8 @@ def test_hosts_without_job_name():
 
 
 def test_bad_flag_in_a_task_exits_2(capsys):
-  status = distributed.main(['--job_name', 'worker', '--task_index', '3',
+  status = distributed.main(['--variable_update', 'parameter_server',
+                             '--job_name', 'worker', '--task_index', '3',
                              '--ps_hosts', PS[0], '--worker_hosts',
                              ','.join(WORKERS)])
   assert status == 2

@@ -10,11 +10,26 @@ Two commands read these flags:
   `parse_args`; 30 timed and 5 warm-up batches by default, 10 and 2 a run
   with `--compare`;
 * one task of a cluster (`python -m variable_mgr.benchmark.distributed`,
-  which `--launch_local_cluster` starts): `parse_task_args`; 50 timed and
-  5 warm-up batches by default.
+  which `--launch_local_cluster` starts): `parse_task_args`; 30 timed and
+  5 warm-up batches by default, as `--help` says.
+
+Everything that can be checked without TensorFlow is checked here, before
+anything is built or started: value ranges (a refused value is quoted with
+its flag, as typed), the strategy against the launch mode (one machine,
+`--compare`, a cluster), flags that the chosen mode would ignore, a
+`TF_CONFIG` given together with the cluster flags, and the output paths.
+
+Output paths: `--output` and `--trace_file` name files, `--train_dir`,
+`--summary_dir` and `--compare_dir` directories. A path must be of its
+kind when it exists, writable, and its parent directory must exist: the
+command creates a missing directory flag's own directory (one level), never
+a missing parent.
 """
 
 import argparse
+import math
+import os
+import sys
 
 PROG = 'variable_mgr_benchmark'
 # The library's and the models' names, written out so that parsing imports
@@ -35,13 +50,29 @@ class _Parser(argparse.ArgumentParser):
     raise UsageError(message)
 
 
+def _named(flag, parse):
+  """`parse` whose refusal is a UsageError naming `flag` and the value as
+  typed: '--num_gpus=0: must be at least 1; pass --num_gpus=1 or more'."""
+
+  def parse_named(text):
+    try:
+      return parse(text)
+    except argparse.ArgumentTypeError as e:
+      raise UsageError('%s=%s: %s' % (flag, text,
+                                      str(e).replace('{flag}', flag)))
+
+  parse_named.__name__ = getattr(parse, '__name__', 'value')
+  return parse_named
+
+
 def parse_bool(text):
   value = str(text).lower()
   if value in ('1', 'true', 'yes', 'on'):
     return True
   if value in ('0', 'false', 'no', 'off'):
     return False
-  raise argparse.ArgumentTypeError('expected true or false, got %r' % text)
+  raise argparse.ArgumentTypeError(
+      'expected true or false; pass {flag}=true or {flag}=false')
 
 
 def int_at_least(minimum):
@@ -49,21 +80,48 @@ def int_at_least(minimum):
     try:
       value = int(text)
     except ValueError:
-      raise argparse.ArgumentTypeError('expected an integer, got %r' % text)
+      raise argparse.ArgumentTypeError(
+          'not an integer; pass a whole number of at least %d, e.g. '
+          '{flag}=%d' % (minimum, max(minimum, 1)))
     if value < minimum:
-      raise argparse.ArgumentTypeError('must be at least %d, got %d' %
-                                       (minimum, value))
+      raise argparse.ArgumentTypeError(
+          'must be at least %d; pass {flag}=%d or more' % (minimum, minimum))
     return value
   return parse
 
 
-def positive_float(text):
+def integer(text):
+  try:
+    return int(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(
+        'not an integer; pass a whole number, e.g. {flag}=1234')
+
+
+def _finite(text):
   try:
     value = float(text)
   except ValueError:
-    raise argparse.ArgumentTypeError('expected a number, got %r' % text)
+    raise argparse.ArgumentTypeError('not a number; pass e.g. {flag}=0.1')
+  if not math.isfinite(value):
+    raise argparse.ArgumentTypeError(
+        'must be a finite number; pass e.g. {flag}=0.1')
+  return value
+
+
+def positive_float(text):
+  value = _finite(text)
   if not value > 0:
-    raise argparse.ArgumentTypeError('must be positive, got %r' % text)
+    raise argparse.ArgumentTypeError(
+        'must be positive; pass a number above 0, e.g. {flag}=0.1')
+  return value
+
+
+def non_negative_float(text):
+  value = _finite(text)
+  if value < 0:
+    raise argparse.ArgumentTypeError(
+        'must be 0 or more; pass e.g. {flag}=0 or {flag}=0.0001')
   return value
 
 
@@ -83,8 +141,8 @@ def link_rate(text):
         return int(number * scale)
       break
   raise argparse.ArgumentTypeError(
-      'expected a link speed of at least 1kbit such as 200mbit, 1gbit or '
-      '500kbit, got %r' % text)
+      'expected a link speed of at least 1kbit; pass e.g. {flag}=200mbit, '
+      '1gbit or 500kbit')
 
 
 def _int_list(text):
@@ -92,10 +150,10 @@ def _int_list(text):
     values = [int(t) for t in text.split(',') if t.strip()]
   except ValueError:
     raise argparse.ArgumentTypeError(
-        'expected comma-separated integers such as 1,2,4, got %r' % text)
+        'expected comma-separated integers; pass e.g. {flag}=1,2,4')
   if not values or min(values) < 1:
     raise argparse.ArgumentTypeError(
-        'expected tower counts of at least 1, got %r' % text)
+        'expected tower counts of at least 1; pass e.g. {flag}=1,2,4')
   return sorted(set(values))
 
 
@@ -109,17 +167,28 @@ def _strategy_list(text):
   return names
 
 
+def _adder(container):
+  """`container.add_argument` whose `type` refusals name the flag."""
+
+  def add(flag, **kwargs):
+    if 'type' in kwargs:
+      kwargs['type'] = _named(flag, kwargs['type'])
+    return container.add_argument(flag, **kwargs)
+
+  return add
+
+
 def build_parser():
   """The argument parser of both commands; batch counts default to None."""
   p = _Parser(prog=PROG, description=(
       'Data-parallel training benchmark for variable_mgr strategies on '
       'synthetic data. Towers are virtual CPU devices with --device=cpu.'))
-  add = p.add_argument
+  add = _adder(p)
   add('--model', default='lenet', choices=MODEL_NAMES,
       help='the model to train (default: %(default)s)')
   add('--variable_update', default='replicated', choices=STRATEGY_NAMES,
       help='how variables are kept and updated (default: %(default)s)')
-  add('--num_gpus', type=int_at_least(0), default=4,
+  add('--num_gpus', type=int_at_least(1), default=4,
       help='number of towers (virtual CPU devices with --device=cpu) '
            '(default: %(default)s)')
   add('--device', default='cpu', choices=('cpu', 'gpu'),
@@ -173,7 +242,7 @@ def build_parser():
            'they are combined and applied once (default: %(default)s)')
   add('--batch_size', type=int_at_least(1), default=None,
       help='batch size per tower (default: the model\'s, 32)')
-  add('--num_batches', type=int_at_least(0), default=None,
+  add('--num_batches', type=int_at_least(1), default=None,
       help='timed batches (default: 30; 10 a run with --compare)')
   add('--num_warmup_batches', type=int_at_least(0), default=None,
       help='untimed batches before timing (default: 5; 2 with --compare)')
@@ -186,30 +255,36 @@ def build_parser():
       help='(default: the model\'s)')
   add('--momentum', type=positive_float, default=0.9,
       help='momentum of --optimizer=momentum (default: %(default)s)')
-  add('--weight_decay', type=float, default=None,
+  add('--weight_decay', type=non_negative_float, default=None,
       help='L2 factor on weights (default: the model\'s)')
-  add('--seed', type=int, default=1234,
+  add('--seed', type=integer, default=1234,
       help='graph-level random seed of initial values and synthetic data')
   add('--use_resource_vars', type=parse_bool, nargs='?', const=True, default=None,
       help='true: resource variables; false: ref variables (default: '
            'TensorFlow\'s, ref in 1.15, resource in 2.x)')
   add('--train_dir', default=None,
-      help='restore the latest checkpoint here at start, save at the end')
+      help='restore the latest checkpoint here at start, save at the end '
+           '(a directory; created if missing, its parent must exist)')
   add('--summary_dir', default=None,
-      help='write a TensorBoard scalar summary of the loss here')
+      help='write a TensorBoard scalar summary of the loss here (a '
+           'directory; created if missing, its parent must exist)')
   add('--trace_file', default=None,
-      help='write a Chrome trace (chrome://tracing) of one step here')
+      help='write a Chrome trace (chrome://tracing) of one step to this '
+           'file (its directory must exist)')
   add('--output', default=None,
-      help='write the results as JSON to this file')
+      help='write the results as JSON to this file (its directory must '
+           'exist)')
   add('--compare', action='store_true',
       help='sweep strategies x tower counts; write a Markdown table and a '
            'PNG chart into --compare_dir')
   add('--compare_dir', default='benchmark_compare',
-      help='output directory of --compare (default: %(default)s)')
+      help='output directory of --compare (created if missing, its parent '
+           'must exist) (default: %(default)s)')
   add('--compare_strategies', type=_strategy_list,
       default=['independent', 'parameter_server', 'replicated',
                'distributed_replicated'],
-      help='comma-separated strategies for --compare (default: all)')
+      help='comma-separated strategies for --compare (default: every '
+           'strategy that runs on one machine)')
   add('--compare_towers', type=_int_list, default=[1, 2, 4],
       help='comma-separated tower counts for --compare (default: 1,2,4)')
   _add_cluster_flags(p)
@@ -220,7 +295,7 @@ def _add_cluster_flags(parser):
   group = parser.add_argument_group(
       'cluster', 'run one task of a ps/worker cluster (or read TF_CONFIG), '
       'or launch a whole cluster on this machine')
-  add = group.add_argument
+  add = _adder(group)
   add('--job_name', default=None, choices=('ps', 'worker'),
       help='this task\'s job; with --task_index, --ps_hosts, --worker_hosts. '
            'Without it, TF_CONFIG is read when set')
@@ -261,6 +336,24 @@ def _add_cluster_flags(parser):
            '(default: loopback, unshaped)')
 
 
+# Strategies that run across a cluster, and the one that runs nowhere else.
+CLUSTER_STRATEGIES = ('parameter_server', 'distributed_replicated',
+                      'collective_all_reduce')
+CLUSTER_ONLY_STRATEGIES = ('collective_all_reduce',)
+# The flags that say which task of a cluster this process is.
+TASK_FLAGS = ('job_name', 'task_index', 'ps_hosts', 'worker_hosts')
+# Flags a cluster run reads and a run on one machine would ignore.
+CLUSTER_ONLY_FLAGS = ('cross_replica_sync', 'op_timeout_secs',
+                      'startup_timeout_secs', 'save_model_steps', 'num_ps',
+                      'num_workers')
+# Flags a run on one machine reads and a cluster run would ignore.
+LOCAL_ONLY_FLAGS = ('trace_file', 'summary_dir', 'measure_traffic')
+COMPARE_FLAGS = ('compare_dir', 'compare_strategies', 'compare_towers')
+# Output paths: (flag, kind).
+FILE_FLAGS = ('output', 'trace_file')
+DIRECTORY_FLAGS = ('train_dir', 'summary_dir', 'compare_dir')
+
+
 def _default_batches(args, timed, warmup):
   if args.num_batches is None:
     args.num_batches = timed
@@ -269,30 +362,238 @@ def _default_batches(args, timed, warmup):
   return args
 
 
-def parse_args(argv=None):
-  """The flags of `variable_mgr_benchmark`, cross-checked.
+def typed_flags(argv, parser=None):
+  """The destinations of the flags `argv` gives (abbreviations resolved as
+  argparse resolves them), e.g. {'num_gpus', 'model'}."""
+  parser = parser or build_parser()
+  options = {}
+  for action in parser._actions:  # pylint: disable=protected-access
+    for option in action.option_strings:
+      options[option] = action.dest
+  typed = set()
+  for token in argv:
+    if token == '--':
+      break
+    if not token.startswith('--'):
+      continue
+    name = token.split('=', 1)[0]
+    if name in options:
+      typed.add(options[name])
+      continue
+    matches = set(options[o] for o in options if o.startswith(name))
+    if len(matches) == 1:
+      typed.add(matches.pop())
+  return typed
+
+
+def _flag_list(dests):
+  return ', '.join('--' + d for d in dests)
+
+
+def _value(args, dest):
+  value = getattr(args, dest)
+  if isinstance(value, (list, tuple)):
+    value = ','.join(str(v) for v in value)
+  elif isinstance(value, bool):
+    value = str(value).lower()
+  return '--%s=%s' % (dest, value)
+
+
+def check_output_path(flag, path, kind):
+  """Refuses an output path that cannot be written as `kind` ('file' or
+  'directory'): a path of the other kind, one that is not writable, or one
+  whose parent directory is missing (a missing directory of a directory
+  flag is created by the run, a missing parent never).
 
   Raises:
-    UsageError: a bad flag, with a one-line message.
+    UsageError: naming the flag and the path as given.
   """
-  args = build_parser().parse_args(argv)
+  given = '--%s=%s' % (flag, path)
+  if not path:
+    raise UsageError('%s: an empty path; pass a path or drop the flag' % given)
+  if kind == 'file':
+    if os.path.isdir(path):
+      raise UsageError(
+          '%s is a directory, and --%s names a file; pass a file path such '
+          'as --%s=%s' % (given, flag, flag, os.path.join(
+              path, 'trace.json' if flag == 'trace_file' else
+              'results.json')))
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+      raise UsageError('%s: the file is not writable; choose another path '
+                       'or make it writable' % given)
+  else:
+    if os.path.exists(path) and not os.path.isdir(path):
+      raise UsageError(
+          '%s is a file, and --%s names a directory; pass a directory path '
+          '(created if missing)' % (given, flag))
+    if os.path.isdir(path) and not os.access(path, os.W_OK | os.X_OK):
+      raise UsageError('%s: the directory is not writable; choose another '
+                       'one or make it writable' % given)
+  if os.path.exists(path):
+    return
+  parent = os.path.dirname(os.path.abspath(path))
+  if not os.path.isdir(parent):
+    raise UsageError(
+        '%s: the directory %s %s; create it first (mkdir -p %s) or choose a '
+        'path in an existing directory' % (
+            given, parent, 'is not a directory' if os.path.exists(parent)
+            else 'does not exist', parent))
+  if not os.access(parent, os.W_OK | os.X_OK):
+    raise UsageError('%s: the directory %s is not writable; choose a path '
+                     'in a writable directory' % (given, parent))
+
+
+def _check(args, typed, environ, command):
+  """The cross-checks of the flags; `command` is 'benchmark' (parse_args)
+  or 'task' (parse_task_args: a task or a launcher)."""
+  tf_config = bool(environ.get('TF_CONFIG', '').strip())
+  task_flags = [f for f in TASK_FLAGS if f in typed]
+  launch = args.launch_local_cluster
+  if tf_config and task_flags:
+    raise UsageError(
+        'TF_CONFIG is set and %s given too: a task is described by the '
+        'flags or by TF_CONFIG, not both; unset TF_CONFIG or drop %s' %
+        (_flag_list(task_flags), _flag_list(task_flags)))
+  if tf_config and launch:
+    raise UsageError(
+        '--launch_local_cluster with TF_CONFIG set: the launcher picks every '
+        'task\'s address itself; unset TF_CONFIG, or drop '
+        '--launch_local_cluster to run the task TF_CONFIG describes')
+  if 'task_index' in typed and not args.job_name and not launch:
+    raise UsageError(
+        '%s without --job_name: say which job the task is in, e.g. '
+        '--job_name=worker %s --ps_hosts=... --worker_hosts=...' %
+        (_value(args, 'task_index'), _value(args, 'task_index')))
+  task = bool(task_flags) or tf_config
+  cluster = launch or task or command == 'task'
+  if cluster:
+    mode = ('--launch_local_cluster' if launch else
+            'a cluster task (TF_CONFIG)' if tf_config else
+            'a cluster task (%s)' % (_value(args, 'job_name') if args.job_name
+                                     else _flag_list(task_flags or
+                                                     ['job_name'])))
+  else:
+    mode = None
+
+  if args.compare:
+    if cluster:
+      given = ('--launch_local_cluster' if launch else 'TF_CONFIG set'
+               if tf_config else _flag_list(task_flags))
+      raise UsageError(
+          '--compare with %s: the sweep runs every configuration in this '
+          'process, not as a cluster; %s' % (
+              given, 'unset TF_CONFIG or drop --compare' if given ==
+              'TF_CONFIG set' else 'drop --compare or ' + given))
+    ignored = [f for f in ('train_dir', 'summary_dir', 'trace_file',
+                           'output') if getattr(args, f)]
+    if ignored:
+      raise UsageError(
+          '--compare runs many configurations and writes its results into '
+          '--compare_dir: drop %s, or run one configuration without '
+          '--compare' % _flag_list(ignored))
+    cluster_only = [s for s in args.compare_strategies
+                    if s in CLUSTER_ONLY_STRATEGIES]
+    if cluster_only:
+      raise UsageError(
+          '%s: %s runs across a cluster only, and --compare runs on one '
+          'machine; drop it from --compare_strategies (run it with '
+          '--launch_local_cluster --variable_update=%s)' % (
+              _value(args, 'compare_strategies'), ', '.join(cluster_only),
+              cluster_only[0]))
+  else:
+    compare_flags = [f for f in COMPARE_FLAGS if f in typed]
+    if compare_flags:
+      raise UsageError('%s without --compare: %s applies to --compare only; '
+                       'add --compare or drop %s' % (
+                           _value(args, compare_flags[0]),
+                           '--' + compare_flags[0], _flag_list(compare_flags)))
+
+  typed_update = 'variable_update' in typed
+  if cluster and args.variable_update not in CLUSTER_STRATEGIES:
+    choices = '--variable_update=%s' % ', '.join(CLUSTER_STRATEGIES[:-1]) + (
+        ' or %s' % CLUSTER_STRATEGIES[-1])
+    if typed_update:
+      raise UsageError(
+          '%s runs on one machine only, not as %s; pass %s' % (
+              _value(args, 'variable_update'), mode, choices))
+    raise UsageError(
+        '%s runs --variable_update=%s by default, which runs on one machine '
+        'only; pass %s' % (mode, args.variable_update, choices))
+  if not cluster and args.variable_update in CLUSTER_ONLY_STRATEGIES:
+    raise UsageError(
+        '%s runs across a cluster only; add --launch_local_cluster (a '
+        'cluster of processes on this machine), or use replicated on one '
+        'machine' % _value(args, 'variable_update'))
+  if cluster and not args.cross_replica_sync and (
+      args.variable_update != 'parameter_server'):
+    raise UsageError(
+        '--cross_replica_sync=false with %s: asynchronous updates exist only '
+        'for parameter_server; drop the flag or pass '
+        '--variable_update=parameter_server' %
+        _value(args, 'variable_update'))
+  if cluster:
+    ignored = [f for f in LOCAL_ONLY_FLAGS if f in typed and getattr(args, f)]
+    if ignored:
+      raise UsageError(
+          '%s: a cluster run does not write or measure this (only a run on '
+          'one machine does); drop %s' % (
+              _value(args, ignored[0]), _flag_list(ignored)))
+  else:
+    ignored = [f for f in CLUSTER_ONLY_FLAGS if f in typed]
+    if ignored:
+      raise UsageError(
+          '%s: applies to cluster runs only (--launch_local_cluster, '
+          '--job_name or TF_CONFIG); drop %s or add --launch_local_cluster' %
+          (_value(args, ignored[0]), _flag_list(ignored)))
+
+  # The paths this run writes, checked before anything is built.
+  if args.compare:
+    written = ['compare_dir']
+  elif args.job_name == 'ps':
+    written = []
+  elif cluster:
+    written = ['output'] + (['train_dir'] if args.job_name is None or
+                            args.task_index == 0 else [])
+  else:
+    written = ['output', 'trace_file', 'train_dir', 'summary_dir']
+  for flag in written:
+    path = getattr(args, flag)
+    if path is not None:
+      check_output_path(flag, path,
+                        'file' if flag in FILE_FLAGS else 'directory')
+
+
+def _parse(argv, environ, command, timed):
+  argv = list(sys.argv[1:] if argv is None else argv)
+  environ = os.environ if environ is None else environ
+  parser = build_parser()
+  args = parser.parse_args(argv)
   # --compare runs many configurations: shorter runs by default.
   if args.compare:
     _default_batches(args, 10, 2)
   else:
-    _default_batches(args, 30, 5)
-  if args.compare and (args.train_dir or args.trace_file or
-                       args.summary_dir):
-    raise UsageError('--compare runs many configurations: drop --train_dir, '
-                     '--summary_dir and --trace_file, or run one '
-                     'configuration without --compare')
+    _default_batches(args, timed, 5)
+  _check(args, typed_flags(argv, parser), environ, command)
   return args
 
 
-def parse_task_args(argv=None):
-  """The flags of one cluster task (or of its launcher).
+def parse_args(argv=None, environ=None):
+  """The flags of `variable_mgr_benchmark`, cross-checked.
+
+  Args:
+    argv: the arguments (default: sys.argv[1:]).
+    environ: the environment, for TF_CONFIG (default: os.environ).
 
   Raises:
     UsageError: a bad flag, with a one-line message.
   """
-  return _default_batches(build_parser().parse_args(argv), 50, 5)
+  return _parse(argv, environ, 'benchmark', 30)
+
+
+def parse_task_args(argv=None, environ=None):
+  """The flags of one cluster task (or of its launcher), cross-checked.
+
+  Raises:
+    UsageError: a bad flag, with a one-line message.
+  """
+  return _parse(argv, environ, 'task', 30)

@@ -9,8 +9,9 @@ Two spellings, the two conventions of this ecosystem:
   "h2:2222"]}, "task": {"type": "worker", "index": 1}}`. A `chief` job (one
   task) becomes worker 0 and the `worker` tasks follow it.
 
-Flags win when `--job_name` is given; `TF_CONFIG` is read otherwise. Every
-refusal is one `ClusterConfigError` subclass whose message names the value,
+The flags or `TF_CONFIG`, never both: a `TF_CONFIG` set together with
+`--job_name`, `--ps_hosts` or `--worker_hosts` is refused rather than
+silently overridden. Every refusal is one `ClusterConfigError` subclass whose message names the value,
 the rule it breaks and the fix.
 """
 
@@ -122,9 +123,12 @@ def _check_hosts(source, job_name, hosts):
         'of its own.' % (source, duplicates[0], job_name))
 
 
-def _check_index(source, job_name, task_index, hosts):
-  if (isinstance(task_index, bool) or not isinstance(task_index, int) or
-      not 0 <= task_index < len(hosts)):
+def _check_index(source, job_name, task_index, hosts, example):
+  if isinstance(task_index, bool) or not isinstance(task_index, int):
+    raise TaskIndexError(
+        '%s: task index %r is not an integer; write it as a whole number '
+        'of 0..%d, e.g. %s.' % (source, task_index, len(hosts) - 1, example))
+  if not 0 <= task_index < len(hosts):
     raise TaskIndexError(
         '%s: task index %r is out of range: the %s job has %d task(s), so '
         'the index must be 0..%d; fix the index or add hosts.' %
@@ -167,7 +171,7 @@ def from_flags(job_name, task_index, ps_hosts, worker_hosts):
     task_index = int(task_index)
   hosts = ps_hosts if job_name == 'ps' else worker_hosts
   _check_index('%s --task_index=%s' % (source, task_index), job_name,
-               task_index, hosts)
+               task_index, hosts, '--task_index=0')
   return TaskSpec(job_name, task_index, ps_hosts, worker_hosts)
 
 
@@ -224,7 +228,7 @@ def from_tf_config(text):
         'TF_CONFIG cluster "chief" has %d tasks: a cluster has at most one '
         'chief; list the others under "worker".' % len(chief))
   _check_index('TF_CONFIG task %s' % json.dumps(task), task_type, index,
-               cluster[task_type])
+               cluster[task_type], '"index": 0')
   ps_hosts = list(cluster.get('ps', []))
   worker_hosts = list(chief) + list(cluster.get('worker', []))
   _check_hosts('TF_CONFIG cluster "ps"', 'ps', ps_hosts)
@@ -245,14 +249,24 @@ def resolve(job_name=None, task_index=None, ps_hosts=None, worker_hosts=None,
             environ=None):
   """This process's TaskSpec, or None for a single-process run.
 
-  Flags win when `job_name` is given; otherwise `TF_CONFIG` in `environ`
-  (default `os.environ`) is read when set and not empty.
+  The flags when `job_name` is given; otherwise `TF_CONFIG` in `environ`
+  (default `os.environ`) when set and not empty.
 
   Raises:
     ClusterConfigError: see `from_flags` and `from_tf_config`; also when
-      --task_index or host lists are given without --job_name.
+      --task_index or host lists are given without --job_name, and when
+      TF_CONFIG is set and the flags name a task too.
   """
   environ = os.environ if environ is None else environ
+  given = [flag for flag, value in (('--job_name', job_name),
+                                    ('--ps_hosts', ps_hosts),
+                                    ('--worker_hosts', worker_hosts))
+           if value]
+  if given and environ.get('TF_CONFIG', '').strip():
+    raise MissingTaskError(
+        'TF_CONFIG is set and %s given too: a task is described by the '
+        'flags or by TF_CONFIG, not both; unset TF_CONFIG or drop %s.' %
+        (', '.join(given), ', '.join(given)))
   if job_name:
     return from_flags(job_name, 0 if task_index is None else task_index,
                       ps_hosts, worker_hosts)
