@@ -12,7 +12,9 @@ local run (`local_run`). Runners are imported once the flags are good, so a
 bad flag costs no TensorFlow import.
 
 A bad flag or a configuration the library refuses ends the command with one
-line on stderr and exit status 2 (1 for a failure while running).
+line on stderr and exit status 2 (1 for a failure while running, 130 for
+Ctrl-C, 143 for SIGTERM): see `exit_status`. Every check that needs no
+graph (flags, paths, the GPUs of --device=gpu) is made before one is built.
 """
 
 import os
@@ -34,6 +36,11 @@ def main(argv=None):
   except flags.UsageError as e:
     return exit_status.fail(e, exit_status.USAGE)
   if args.launch_local_cluster:
+    if args.device == 'gpu':
+      # Asked here, before the launcher starts a task that would refuse.
+      status = exit_status.status_of(lambda: _check_devices(args))
+      if status:
+        return status
     from variable_mgr.benchmark.cluster import launcher  # pylint: disable=g-import-not-at-top
     return launcher.main(args, argv)
   if task_spec.requested(args.job_name, args.ps_hosts, args.worker_hosts):
@@ -42,11 +49,21 @@ def main(argv=None):
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   tf.get_logger().setLevel('ERROR')
-  return exit_status.status_of(lambda: _run_locally(args))
+  with exit_status.sigterm_raises():
+    return exit_status.status_of(lambda: _run_locally(args))
+
+
+def _check_devices(args):
+  """Refuses --device=gpu without the GPUs it needs; returns 0."""
+  from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
+  towers = max(args.compare_towers) if args.compare else args.num_gpus
+  run_config.check_devices(args.device, towers)
+  return exit_status.OK
 
 
 def _run_locally(args):
   """The sweep or one run, in this process."""
+  _check_devices(args)
   if args.compare:
     from variable_mgr.benchmark import compare  # pylint: disable=g-import-not-at-top
     compare.run_compare(args)

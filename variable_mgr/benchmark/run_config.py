@@ -6,6 +6,7 @@ takes a BenchmarkConfig; the harness builds its graph from one.
 
 import collections
 
+from variable_mgr import errors
 from variable_mgr.benchmark import models
 
 # Field name -> default; the names are the command's flags.
@@ -46,6 +47,10 @@ CONFIG_FIELDS = collections.OrderedDict([
 ])
 
 
+class DeviceUnavailableError(errors.VariableMgrError):
+  """The towers' device type (--device) is not on this machine."""
+
+
 class BenchmarkConfig(collections.namedtuple('BenchmarkConfig',
                                              list(CONFIG_FIELDS))):
   """Everything one benchmark run needs; field names follow the CLI flags.
@@ -76,6 +81,41 @@ class BenchmarkConfig(collections.namedtuple('BenchmarkConfig',
                        else self.learning_rate),
         weight_decay=(model.weight_decay if self.weight_decay is None
                       else self.weight_decay))
+
+
+def gpu_count():
+  """The GPUs TensorFlow can use on this machine (no session is made)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  # tf.config.experimental.list_physical_devices: TF 1.15 and 2.x alike.
+  return len(tf.config.experimental.list_physical_devices('GPU'))
+
+
+def check_devices(device, num_gpus, count=None):
+  """Refuses `--device=gpu` towers that this machine cannot give, before
+  any graph is built.
+
+  Args:
+    device: 'cpu' or 'gpu'.
+    num_gpus: the towers a process needs (--num_gpus).
+    count: the GPUs there are (default: `gpu_count()`, asked only for
+      --device=gpu).
+
+  Raises:
+    DeviceUnavailableError: naming the flags, the GPUs found and the fix.
+  """
+  if device != 'gpu':
+    return
+  count = gpu_count() if count is None else count
+  if count == 0:
+    raise DeviceUnavailableError(
+        '--device=gpu: TensorFlow finds no GPU on this machine; pass '
+        '--device=cpu (the towers are then virtual CPU devices), or install '
+        'a GPU build of TensorFlow where there is a GPU')
+  if num_gpus > count:
+    raise DeviceUnavailableError(
+        '--device=gpu --num_gpus=%d: TensorFlow finds %d GPU%s on this '
+        'machine, one a tower; pass --num_gpus=%d or fewer, or --device=cpu'
+        % (num_gpus, count, '' if count == 1 else 's', count))
 
 
 def from_args(args, **overrides):
