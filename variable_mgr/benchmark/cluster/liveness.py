@@ -6,6 +6,10 @@ does is dead, unless it said it finished. A task that finds another dead
 raises `TaskFailedError`, which names the dead task, and exits with status
 1: so when a task dies, every other task exits non-zero within about
 `--op_timeout_secs` plus a probe interval.
+
+While a task waits for others to come up it says so every
+WAIT_REPORT_SECS: which tasks, at which address, for how long, and when it
+gives up.
 """
 
 import socket
@@ -17,6 +21,19 @@ from variable_mgr.benchmark.cluster import task_spec
 PROBE_INTERVAL_SECS = 1.0
 # Timeout of one TCP probe of a task's address.
 CONNECT_TIMEOUT_SECS = 1.0
+# How often a task waiting for others to come up prints what it waits for.
+WAIT_REPORT_SECS = 5.0
+
+# This process's --train_dir (see `set_train_dir`): the advice of a dead
+# task's error names it only when there is one.
+_train_dir = None
+
+
+def set_train_dir(train_dir):
+  """Records this task's --train_dir (None: none given) for the advice of
+  `Monitor.failure`."""
+  global _train_dir
+  _train_dir = train_dir
 
 
 class TaskFailedError(RuntimeError):
@@ -52,11 +69,28 @@ class Monitor(object):
   ended normally.
   """
 
-  def __init__(self, spec, startup_timeout):
+  def __init__(self, spec, startup_timeout, log=print):
     self.spec = spec
     self.startup_timeout = startup_timeout
     self.started = time.time()
     self.seen = set()
+    self.log = log
+    self._last_report = self.started
+
+  def report_waiting(self, waiting, now=None):
+    """Prints what this task waits for, at most every WAIT_REPORT_SECS.
+
+    Args:
+      waiting: [(name, address)] of the tasks not up yet.
+    """
+    now = time.time() if now is None else now
+    if not waiting or now - self._last_report < WAIT_REPORT_SECS:
+      return
+    self._last_report = now
+    self.log('%s: waiting for %s to come up (%.0fs so far; giving up after '
+             '--startup_timeout_secs=%g)' % (
+                 self.spec.name, ', '.join('%s at %s' % w for w in waiting),
+                 now - self.started, self.startup_timeout))
 
   def others(self, jobs=('ps', 'worker')):
     return [(job, i, address) for job, i, address in self.spec.all_tasks()
@@ -66,6 +100,7 @@ class Monitor(object):
   def dead(self, tasks, finished=None):
     """[(name, address, why)] of the dead among `tasks`."""
     result = []
+    waiting = []
     for job, i, address in tasks:
       name = task_spec.task_name(job, i)
       if reachable(address):
@@ -78,16 +113,23 @@ class Monitor(object):
       elif time.time() - self.started > self.startup_timeout:
         result.append((name, address, 'never came up within %gs' %
                        self.startup_timeout))
+      else:
+        waiting.append((name, address))
+    self.report_waiting(waiting)
     return result
 
   def failure(self, dead, context):
     """A TaskFailedError that names the dead tasks."""
     described = ', '.join('%s at %s (%s)' % d for d in dead)
+    if _train_dir:
+      advice = ('restart the cluster: a rerun with the same --train_dir=%s '
+                'resumes from its last checkpoint' % _train_dir)
+    else:
+      advice = 'restart the cluster'
     return TaskFailedError(
-        'dead task%s: %s; %s. Every task of a cluster is needed: restart the '
-        'cluster (a rerun with the same --train_dir resumes from the last '
-        'checkpoint).' % ('s' if len(dead) > 1 else '', described, context),
-        [d[0] for d in dead])
+        'dead task%s: %s; %s. Every task of a cluster is needed: %s.' % (
+            's' if len(dead) > 1 else '', described, context.rstrip('.'),
+            advice), [d[0] for d in dead])
 
   def wait_for(self, tasks, deadline):
     """Blocks until every task answers; raises TaskFailedError at
@@ -105,4 +147,6 @@ class Monitor(object):
                 for job, i, address in missing]
         raise self.failure(dead, 'this task (%s) waited for it to start' %
                            self.spec.name)
+      self.report_waiting([(task_spec.task_name(job, i), address)
+                           for job, i, address in missing])
       time.sleep(0.2)

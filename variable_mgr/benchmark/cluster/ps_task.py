@@ -17,6 +17,12 @@ from variable_mgr.benchmark.cluster import worker_graph
 from variable_mgr.compat import tf
 
 
+def stopping_line(name, linger, error):
+  """What a PS prints when it found a dead worker and serves on `linger`
+  seconds before it raises `error`."""
+  return '%s: stopping in %gs: %s' % (name, linger, error)
+
+
 def run_ps(spec, options, log=print):
   """Serves until every worker finished; returns 0.
 
@@ -74,7 +80,7 @@ def run_ps(spec, options, log=print):
         # find the dead worker when their call times out, not this PS gone.
         error = monitor.failure(dead, 'it never said it finished')
         linger = options.op_timeout_secs + liveness.PROBE_INTERVAL_SECS
-        log('%s: %s; stopping in %gs' % (spec.name, error, linger))
+        log(stopping_line(spec.name, linger, error))
         time.sleep(linger)
         raise error
       time.sleep(liveness.PROBE_INTERVAL_SECS)

@@ -46,8 +46,11 @@ def run_task(args, environ=None, log=print):
     raise task_spec.MissingTaskError(
         'no cluster task: pass --job_name, --task_index, --ps_hosts and '
         '--worker_hosts, set TF_CONFIG, or use --launch_local_cluster.')
+  liveness.set_train_dir(args.train_dir)
   if spec.job_name == 'ps':
     return ps_task.run_ps(spec, args, log)
+  # Before the graph is built: a worker without its GPUs says so.
+  run_config.check_devices(args.device, args.num_gpus)
   results = worker_task.run_worker(spec, run_config.from_args(args), args,
                                    log)
   if args.output:
