@@ -25,13 +25,21 @@ def test_progress_bar_draws_fraction():
 
 
 def test_markdown_table_rows():
-  rows = [compare.Row('replicated', 2, 150.0, 0.75, 53.3, 1.5, None),
-          compare.Row('replicated', 4, None, None, None, None, 'no | way')]
-  table = compare.markdown_table(rows, 'title')
+  rows = [compare.Row('replicated', 2, 150.0, 0.75, 53.3, 1.5, None,
+                      (120.0, 171.25)),
+          compare.Row('replicated', 4, None, None, None, None, 'no | way'),
+          compare.Row('independent', 1, 10.0, 1.0, 1.0, 1.0, None)]
+  table = compare.markdown_table(rows, 'title', 'Machine: here.')
   lines = table.splitlines()
-  assert lines[0] == '## title'
-  assert lines[4] == '| replicated | 2 | 150.0 | 0.75 | 53.3 | 1.500 |'
-  assert lines[5] == '| replicated | 4 | refused: no / way | | | |'
+  assert lines[:3] == ['## title', '', 'Machine: here.']
+  assert lines[4] == ('| strategy | towers | images/sec | one step '
+                      '(images/sec) | scaling efficiency | step (ms) | '
+                      'final loss |')
+  assert lines[6] == ('| replicated | 2 | 150.0 | 120.0-171.2 | 0.75 | 53.3 '
+                      '| 1.500 |')
+  assert lines[7] == '| replicated | 4 | refused: no / way | | | | |'
+  assert lines[8] == '| independent | 1 | 10.0 | - | 1.00 | 1.0 | 1.000 |'
+  assert lines[-1] == compare.NOTES
 
 
 def test_compare_writes_table_and_png(tmp_path, capsys):

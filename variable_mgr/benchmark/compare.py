@@ -1,7 +1,9 @@
 """`--compare`: a sweep over strategies x tower counts, as a table and a chart.
 
 Writes into the output directory:
-- `results.md`: images/sec, scaling efficiency and step time per run;
+- `results.md`: images/sec, the range of one step's images/sec, scaling
+  efficiency and step time per run, under the machine it ran on
+  (processors, the towers' virtual CPU devices, TensorFlow);
 - `results.png`: images/sec and scaling efficiency against the tower count,
   one line per strategy (needs matplotlib: `pip install matplotlib`);
 - `results.json`: the same numbers.
@@ -10,6 +12,10 @@ Scaling efficiency of a strategy at k towers is its images/sec divided by k
 times its own images/sec at one tower (1.0 = linear scaling). On virtual CPU
 devices all towers share the machine's cores, so expect it to fall with k:
 the sweep then compares the strategies' overheads, not real devices.
+
+Each configuration runs once; the spread of its timed steps (the slowest
+and the fastest step's images/sec) is what the table and the chart's error
+bars show of the noise: run the sweep again to see the spread between runs.
 """
 
 import collections
@@ -28,7 +34,9 @@ JSON_FILE = 'results.json'
 
 Row = collections.namedtuple(
     'Row', 'strategy towers images_per_sec efficiency step_ms final_loss '
-           'error')
+           'error step_range')
+# step_range: (slowest, fastest) images/sec of one timed step, or None.
+Row.__new__.__defaults__ = (None,)
 
 
 def progress_bar(done, total, label, width=30, stream=None):
@@ -64,25 +72,59 @@ def _fmt(value, pattern):
   return '-' if value is None else pattern % value
 
 
-def markdown_table(rows, title):
-  """The rows as a Markdown table, under a `## title` heading."""
+def step_range(images_per_step, step_seconds):
+  """(slowest, fastest) images/sec of one step, or None without steps."""
+  if not step_seconds:
+    return None
+  return (images_per_step / max(step_seconds),
+          images_per_step / min(step_seconds))
+
+
+def machine_line(tf_version, machine=None):
+  """What the sweep ran on: processors, the towers, TensorFlow."""
+  cpu, processors, memory = machine or report.machine()
+  return ('Machine: %d processor%s (%s%s); the towers are virtual CPU '
+          'devices (--device=cpu), as many as the tower count, sharing '
+          'these processors; TensorFlow %s.' % (
+              processors, '' if processors == 1 else 's', cpu, memory,
+              tf_version))
+
+
+NOTES = ('images/sec: the timed batches\' images over their wall time. '
+         'One step: the slowest and the fastest timed step\'s images/sec, '
+         'the spread within the run; each configuration ran once (run the '
+         'sweep again for the spread between runs).')
+
+
+def markdown_table(rows, title, machine=None):
+  """The rows as a Markdown table, under a `## title` heading and, when
+  given, the `machine` line, followed by NOTES."""
   cells = []
   for r in rows:
     if r.error:
       cells.append([r.strategy, str(r.towers),
-                    'refused: %s' % r.error.replace('|', '/'), '', '', ''])
+                    'refused: %s' % r.error.replace('|', '/'), '', '', '',
+                    ''])
       continue
+    spread = ('-' if r.step_range is None else
+              '%.1f-%.1f' % tuple(r.step_range))
     cells.append([r.strategy, str(r.towers), _fmt(r.images_per_sec, '%.1f'),
-                  _fmt(r.efficiency, '%.2f'), _fmt(r.step_ms, '%.1f'),
+                  spread, _fmt(r.efficiency, '%.2f'), _fmt(r.step_ms, '%.1f'),
                   _fmt(r.final_loss, '%.3f')])
-  lines = ['## %s' % title, ''] + report.table(
-      ['strategy', 'towers', 'images/sec', 'scaling efficiency', 'step (ms)',
-       'final loss'], cells, 'lrrrrr')
+  lines = ['## %s' % title, '']
+  if machine:
+    lines += [machine, '']
+  lines += report.table(
+      ['strategy', 'towers', 'images/sec', 'one step (images/sec)',
+       'scaling efficiency', 'step (ms)', 'final loss'], cells, 'lrrrrrr')
+  lines += ['', NOTES]
   return '\n'.join(lines) + '\n'
 
 
-def write_chart(rows, path, title):
-  """Draws images/sec and efficiency against towers; False w/o matplotlib."""
+def write_chart(rows, path, title, machine=None):
+  """Draws images/sec (error bars: the slowest and fastest step) and
+  efficiency against towers, under `title` and the `machine` line; False
+  without matplotlib."""
   try:
     import matplotlib  # pylint: disable=g-import-not-at-top
     matplotlib.use('Agg')
@@ -93,14 +135,20 @@ def write_chart(rows, path, title):
   for strategy in sorted(set(r.strategy for r in rows)):
     mine = [r for r in rows if r.strategy == strategy and not r.error]
     towers = [r.towers for r in mine]
-    speed_ax.plot(towers, [r.images_per_sec for r in mine], marker='o',
-                  label=strategy)
+    speeds = [r.images_per_sec for r in mine]
+    low = [s - r.step_range[0] if r.step_range else 0.0
+           for s, r in zip(speeds, mine)]
+    high = [r.step_range[1] - s if r.step_range else 0.0
+            for s, r in zip(speeds, mine)]
+    speed_ax.errorbar(towers, speeds, yerr=[[max(0.0, v) for v in low],
+                                            [max(0.0, v) for v in high]],
+                      marker='o', capsize=3, label=strategy)
     eff = [(r.towers, r.efficiency) for r in mine if r.efficiency is not None]
     if eff:
       eff_ax.plot([t for t, _ in eff], [e for _, e in eff], marker='o',
                   label=strategy)
   all_towers = sorted(set(r.towers for r in rows))
-  for ax, ylabel in ((speed_ax, 'images/sec'),
+  for ax, ylabel in ((speed_ax, 'images/sec (bars: slowest-fastest step)'),
                      (eff_ax, 'scaling efficiency vs 1 tower')):
     ax.set_xlabel('towers')
     ax.set_ylabel(ylabel)
@@ -109,7 +157,8 @@ def write_chart(rows, path, title):
     ax.legend(fontsize='small')
   eff_ax.axhline(1.0, color='grey', linestyle='--', linewidth=1)
   eff_ax.set_ylim(bottom=0)
-  fig.suptitle(title)
+  fig.suptitle(title + ('\n' + machine if machine else ''),
+               fontsize='medium')
   fig.tight_layout()
   fig.savefig(path, dpi=100)
   plt.close(fig)
@@ -152,14 +201,20 @@ def run_compare(args, log=print):
     if ips:
       step_ms = 1000.0 * outcome['config']['batch_size'] * k / ips
     rows.append(Row(strategy, k, ips, eff.get((strategy, k)), step_ms,
-                    outcome['final_loss'], None))
+                    outcome['final_loss'], None, step_range(
+                        outcome['config']['batch_size'] * k,
+                        outcome['step_seconds'])))
 
-  first = next((o for o in outcomes.values() if isinstance(o, dict)), None)
-  batch = first['config']['batch_size'] if first else args.batch_size
-  title = '%s, batch %s per tower, %d timed batches' % (
+  # The batch of the flags, the model's default filled in: known even when
+  # every configuration was refused.
+  batch = run_config.from_args(args).resolved().batch_size
+  title = '%s, batch %d per tower, %d timed batches' % (
       args.model, batch, args.num_batches)
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  machine = machine_line(tf.__version__)
+  # The directory itself, not its parents (the flags checked the parent).
   os.makedirs(args.compare_dir, exist_ok=True)
-  table = markdown_table(rows, title)
+  table = markdown_table(rows, title, machine)
   with open(os.path.join(args.compare_dir, TABLE_FILE), 'w') as f:
     f.write(table)
   with open(os.path.join(args.compare_dir, JSON_FILE), 'w') as f:
@@ -168,7 +223,10 @@ def run_compare(args, log=print):
   log(table)
   log('Wrote %s' % os.path.join(args.compare_dir, TABLE_FILE))
   chart = os.path.join(args.compare_dir, CHART_FILE)
-  if write_chart(rows, chart, title):
+  if not any(r.images_per_sec for r in rows):
+    log('No configuration ran (every one was refused, or none had timed '
+        'batches): no chart written')
+  elif write_chart(rows, chart, title, machine):
     log('Wrote %s' % chart)
   else:
     log('matplotlib is not installed: no chart written '

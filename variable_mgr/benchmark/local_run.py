@@ -23,7 +23,7 @@ def run(args, log=print):
   """Runs the parsed flags' configuration; writes `--output`; returns 0."""
   results = run_one(run_config.from_args(args), log)
   if args.output:
-    output.write_json(args.output, results)
+    output.write_json(args.output, results, log)
   return 0
 
 
@@ -135,6 +135,9 @@ def run_benchmark(config, host, session_target='', session_config=None,
       elapsed = time.time() - step_start
       if run_metadata is not None:
         _write_trace(config.trace_file, run_metadata)
+        log('Wrote a Chrome trace of %s to %s' % (
+            'the last warm-up step' if step < 0 else 'timed step 1',
+            config.trace_file))
       if writer is not None:
         writer.add_summary(out['summary'], first_global_step +
                            config.num_warmup_batches + step + 1)
@@ -147,7 +150,8 @@ def run_benchmark(config, host, session_target='', session_config=None,
     traffic = None
     if config.measure_traffic:
       traffic = _measure_traffic(sess, fetches, g.gradient_bytes,
-                                 host.num_gpus, log)
+                                 host.num_gpus, log,
+                                 _uncounted_transfers(config))
     global_step = int(sess.run(g.global_step))
     if g.saver is not None:
       os.makedirs(config.train_dir, exist_ok=True)
@@ -156,6 +160,8 @@ def run_benchmark(config, host, session_target='', session_config=None,
       log('Saved %s' % path)
   if writer is not None:
     writer.close()
+    log('Wrote TensorBoard summaries of the loss (%d steps) to %s' % (
+        config.num_warmup_batches + config.num_batches, config.summary_dir))
 
   images_per_sec = output.report_throughput(global_batch, step_times,
                                             total_seconds, log)
@@ -163,6 +169,7 @@ def run_benchmark(config, host, session_target='', session_config=None,
       ('images_per_sec', images_per_sec),
       ('final_loss', losses[-1] if losses else None),
       ('losses', losses),
+      ('step_seconds', step_times),
       ('global_step', global_step),
       ('restored_from', restored_from),
       ('build_seconds', build_seconds),
@@ -171,24 +178,58 @@ def run_benchmark(config, host, session_target='', session_config=None,
   ])
 
 
-def _measure_traffic(sess, fetches, gradient_bytes, num_towers, log):
+def _uncounted_transfers(config):
+  """What moves gradients inside ops, out of the meter's sight (see
+  `variable_mgr.allreduce.traffic`): 'NCCL', 'collective ops' or None."""
+  names = set()
+  if config.all_reduce_spec:
+    from variable_mgr.allreduce import spec as spec_lib  # pylint: disable=g-import-not-at-top
+    for spec_range in spec_lib.parse_spec(config.all_reduce_spec):
+      names.update(stage.name for stage in spec_range.stages)
+  if config.use_nccl or 'nccl' in names:
+    return 'NCCL'
+  if 'collective' in names:
+    return 'collective ops'
+  return None
+
+
+def _measure_traffic(sess, fetches, gradient_bytes, num_towers, log,
+                     uncounted=None):
   """Runs one more step with partition graphs and reports the bytes each
-  device sent and received, beside the ring all-reduce lower bound."""
+  device sent and received, beside the ring all-reduce lower bound.
+
+  Args:
+    uncounted: what moves gradients unseen by the meter ('NCCL',
+      'collective ops'), or None: then no ratio to the bound is given.
+  """
   counts = traffic_lib.measure(sess, fetches)
   bound = traffic_lib.ring_lower_bound(num_towers, gradient_bytes)
   busiest = traffic_lib.busiest(counts)
-  log('Traffic of one step (bytes sent / received per device):')
+  log('Traffic of one step (bytes sent / received per device, counted from '
+      'the sends between devices):')
   for device in sorted(counts):
     log('  %s\t%d / %d' % (device, counts[device].sent_bytes,
                             counts[device].received_bytes))
-  ratio = busiest / bound if bound else float('nan')
-  log('busiest device: %d bytes; ring lower bound 2(k-1)/k x %d = %d '
-      '(%.2fx)' % (busiest, gradient_bytes, bound, ratio))
+  line = ('busiest device: %d bytes; ring lower bound 2(k-1)/k x %d = %d'
+          % (busiest, gradient_bytes, bound))
+  ratio = None
+  if uncounted:
+    line += ('; no ratio: the all-reduce moves its data inside %s, which '
+             'the meter does not count' % uncounted)
+  elif not bound:
+    line += ('; no ratio: one tower has nothing to all-reduce' if
+             num_towers == 1 else '; no ratio: no gradient bytes')
+  else:
+    ratio = busiest / bound
+    line += ' (%.2fx)' % ratio
+  log(line)
   return collections.OrderedDict([
       ('per_device', dict((d, c._asdict()) for d, c in counts.items())),
       ('busiest_bytes', busiest),
       ('ring_lower_bound_bytes', bound),
       ('gradient_bytes', gradient_bytes),
+      ('ratio_to_bound', ratio),
+      ('uncounted', uncounted),
   ])
 
 
@@ -196,8 +237,6 @@ def _write_trace(path, run_metadata):
   # The timeline module is TF's own Chrome-trace writer (TF 1.15 and 2.x).
   from tensorflow.python.client import timeline  # pylint: disable=g-import-not-at-top
   trace = timeline.Timeline(run_metadata.step_stats)
-  directory = os.path.dirname(path)
-  if directory:
-    os.makedirs(directory, exist_ok=True)
+  # Its directory exists: the flags checked it before the run.
   with open(path, 'w') as f:
     f.write(trace.generate_chrome_trace_format())

@@ -2,7 +2,6 @@
 lines and closing total, and the results as JSON."""
 
 import json
-import os
 
 import numpy as np
 
@@ -13,7 +12,14 @@ def print_header(config, host, log):
   log('TensorFlow:  %s' % tf.__version__)
   log('Model:       %s' % config.model)
   log('Mode:        training')
-  log('Batch size:  %d global' % (config.batch_size * host.num_gpus))
+  # As tf_cnn_benchmarks: the global batch is the whole cluster's, every
+  # worker's towers.
+  num_workers = getattr(host, 'num_workers', 1)
+  per_worker = config.batch_size * host.num_gpus
+  log('Batch size:  %d global' % (per_worker * num_workers))
+  if num_workers > 1:
+    log('             %d per worker (%d workers)' % (per_worker,
+                                                     num_workers))
   log('             %d per device' % config.batch_size)
   log('Num batches: %d' % config.num_batches)
   log('Devices:     %s' % list(host.raw_devices))
@@ -60,10 +66,11 @@ def report_throughput(global_batch, step_times, total_seconds, log):
   return images_per_sec
 
 
-def write_json(path, results):
-  directory = os.path.dirname(path)
-  if directory:
-    os.makedirs(directory, exist_ok=True)
+def write_json(path, results, log=None):
+  """Writes `results` as JSON to `path` (its directory exists: the flags
+  checked it); `log`, when given, is told where."""
   with open(path, 'w') as f:
     json.dump(results, f, indent=2)
     f.write('\n')
+  if log is not None:
+    log('Wrote the results (JSON) to %s' % path)
