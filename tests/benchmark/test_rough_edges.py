@@ -124,6 +124,13 @@ def test_a_task_of_a_one_machine_strategy_is_refused(capsys):
                      'one machine only; ' + CLUSTER_CHOICES)
 
 
+def test_a_cluster_strategy_on_one_machine_is_refused(capsys):
+  assert _refused(capsys, ['--variable_update', 'collective_all_reduce']) == (
+      '--variable_update=collective_all_reduce needs a cluster: it runs '
+      'across the workers of one; add --launch_local_cluster (a cluster of '
+      'processes on this machine), or use replicated on one machine')
+
+
 # -- 4. --device=gpu without a GPU --------------------------------------------
 
 

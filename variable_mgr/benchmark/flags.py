@@ -521,9 +521,9 @@ def _check(args, typed, environ, command):
         'only; pass %s' % (mode, args.variable_update, choices))
   if not cluster and args.variable_update in CLUSTER_ONLY_STRATEGIES:
     raise UsageError(
-        '%s runs across a cluster only; add --launch_local_cluster (a '
-        'cluster of processes on this machine), or use replicated on one '
-        'machine' % _value(args, 'variable_update'))
+        '%s needs a cluster: it runs across the workers of one; add '
+        '--launch_local_cluster (a cluster of processes on this machine), or '
+        'use replicated on one machine' % _value(args, 'variable_update'))
   if cluster and not args.cross_replica_sync and (
       args.variable_update != 'parameter_server'):
     raise UsageError(
