@@ -204,3 +204,37 @@ def test_layers_unavailable_is_a_named_error(monkeypatch):
                      match=r'TF_USE_LEGACY_KERAS=0 .*tf_keras.*set '
                      r'TF_USE_LEGACY_KERAS=1 before TensorFlow is imported'):
     models._StandardLayers(models._Layers(True))  # pylint: disable=protected-access
+
+
+@pytest.mark.filterwarnings('ignore:`tf.layers.')
+@pytest.mark.parametrize('strategy', ['parameter_server', 'replicated'])
+def test_layers_default_names_are_the_same_in_every_tower(strategy):
+  """conv_bn names its scopes conv_bn, conv_bn_1, ... (as inception3 does):
+  parameter_server towers share one set, replicated towers each have a copy
+  of it under the same names."""
+  import variable_mgr  # pylint: disable=g-import-not-at-top
+
+  def build_fn(layers, images, num_classes):
+    nets = models._StandardLayers(layers)  # pylint: disable=protected-access
+    x = nets.conv_bn(nets.conv_bn(images, 4, 3), 4, (1, 3))
+    return nets.fc(x, num_classes, 'logits', relu=False)
+
+  model = models.Model('tiny_layers', (6, 6, 3), 5, 0.1, 1e-4, 2, build_fn)
+  host = variable_mgr.LocalBenchmarkCnn(2)
+  graph = tf.Graph()
+  with graph.as_default():
+    mgr = variable_mgr.create(strategy, host)
+    host.devices = mgr.get_devices()
+    names = []
+    for d in range(2):
+      with mgr.create_outer_variable_scope(d), tf.name_scope('tower_%d' % d), \
+           tf.device(host.devices[d]):
+        model.build(tf.zeros([2, 6, 6, 3]), tf.zeros([2], tf.int32))
+        names.append([v.op.name.split('/', 1)[1]
+                      for v in mgr.trainable_variables_on_device(d)])
+    copies = 1 if strategy == 'parameter_server' else 2
+    assert len(tf.global_variables()) == 12 * copies
+  assert names[0] == names[1] == [
+      'conv_bn/conv/kernel', 'conv_bn/bn/gamma', 'conv_bn/bn/beta',
+      'conv_bn_1/conv/kernel', 'conv_bn_1/bn/gamma', 'conv_bn_1/bn/beta',
+      'logits/kernel', 'logits/bias']
