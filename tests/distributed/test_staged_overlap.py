@@ -38,12 +38,16 @@ UPDATE_PREFIXES = ('Apply', 'ResourceApply', 'SparseApply',
 PULL_OP_TYPES = ('Stage', 'DeepCopy')
 
 
-def _graph(num_workers, resource):
+def _graph(num_workers, resource, min_bytes=0):
+  """The worker graph; `min_bytes` > 0: 2 PS tasks, the trivial model's
+  weights (31360 bytes) split in two slices."""
   workers = ['127.0.0.1:%d' % (2300 + k) for k in range(num_workers)]
-  spec = task_spec.TaskSpec('worker', 0, ['127.0.0.1:2299'], workers)
+  ps = ['127.0.0.1:2299'] + (['127.0.0.1:2298'] if min_bytes else [])
+  spec = task_spec.TaskSpec('worker', 0, ps, workers)
   config = run_config.BenchmarkConfig(
       model='trivial', variable_update='parameter_server', staged_vars=True,
-      num_gpus=2, use_resource_vars=resource).resolved()
+      num_gpus=2, use_resource_vars=resource,
+      variable_partition_min_bytes=min_bytes).resolved()
   host = variable_mgr.ClusterBenchmarkCnn(spec.cluster_dict(), 0, 2)
   return worker_graph.build_worker_graph(config, host, spec, sync=True)
 
@@ -108,12 +112,14 @@ def _pushes(update, placement):
 
 
 @pytest.mark.parametrize('resource', [False, True], ids=['ref', 'resource'])
-@pytest.mark.parametrize('num_workers', [1, 2])
-def test_push_waits_for_nothing_from_the_ps(num_workers, resource):
-  g = _graph(num_workers, resource)
+@pytest.mark.parametrize('num_workers,min_bytes', [(1, 0), (2, 0), (2, 10000)],
+                         ids=['1', '2', '2-split'])
+def test_push_waits_for_nothing_from_the_ps(num_workers, min_bytes, resource):
+  g = _graph(num_workers, resource, min_bytes)
   placement = _Placement()
   updates = _updates(g.graph)
-  assert len(updates) == 2  # trivial: logits/weights and logits/biases.
+  # trivial: logits/weights (in 2 slices when split) and logits/biases.
+  assert len(updates) == (3 if min_bytes else 2)
   for update in updates:
     assert placement.job(update) == 'ps', update.name
     pushes = _pushes(update, placement)
