@@ -20,6 +20,16 @@ them (reads from a staging area, `assign_sub` through a second area whose put
 goes into `VariableMgr.staging_delta_ops`), is kept for code that builds one
 itself; this getter no longer does.
 
+A partitioned variable (see `placement.PartitioningGetter`) is staged a
+slice at a time: one area a slice, keyed by the slice's name as the
+trainable variables list it, and the tower reads their concatenation.
+
+In a cluster the variable's update waits for the put's snapshot (the pull
+of the next step's value) on the PS, where the update runs, never on the
+worker before its gradient is sent: the push of a step's gradients and the
+pull of the next step's values then share the link, one each way (see
+`VariableMgrDistributedFetchFromStagedPS._gradients_to_apply`).
+
 Ordering (see `variable_mgr.ordering`): a put's snapshot reads the variable,
 so the variable's update runs after it; the put itself stores the snapshot
 and may run later. Every step takes exactly one item out of each staging

@@ -6,6 +6,11 @@ A step: each worker averages its towers' gradients (the seed's default;
 `reduction='sum'` adds them), applies the result to the masters, waits for
 every worker to have done so (a barrier a variable), then copies the masters
 back into its local copies. Across workers the updates add up.
+
+`variable_partition_min_bytes=N` splits every master of more than N bytes
+into slices on different PS tasks (see parameter_server); the local copies
+stay whole, a master's barrier waits for every slice's update, and the copy
+back reads the slices together.
 """
 
 import collections

@@ -1,7 +1,13 @@
 """--variable_update=parameter_server: one shared set of variables under
 `v/`, on a parameter device (local) or on the PS tasks of a cluster; the
 towers' gradients are averaged (the seed's default; `reduction='sum'` adds
-them) and applied once. `staged_vars` reads them through StagingAreas."""
+them) and applied once. `staged_vars` reads them through StagingAreas.
+
+On a cluster, `variable_partition_min_bytes=N` splits every variable of
+more than N bytes into slices along its first axis, at most one a PS task
+and none under N bytes, each slice on a PS task of its own (the rest
+balanced by bytes); the model reads the variable whole, each slice gets its
+own gradient and update, and checkpoints hold the variable whole."""
 
 from variable_mgr import aggregation
 from variable_mgr import base
