@@ -125,7 +125,7 @@ class _Towers(object):
   """
 
   def __init__(self, strategy, host, min_bytes, staged, resource,
-               learning_rate=seed_harness.LEARNING_RATE):
+               learning_rate=seed_harness.LEARNING_RATE, momentum=None):
     self.graph = tf.Graph()
     with self.graph.as_default(), tf.variable_scope(
         tf.get_variable_scope(), use_resource=resource):
@@ -150,7 +150,10 @@ class _Towers(object):
       self.puts = (staging.all_put_ops(mgr) if mgr.supports_staged_vars()
                    else [])
       apply_devices, state = mgr.preprocess_device_grads(device_grads)
-      opt = tf.train.GradientDescentOptimizer(learning_rate)
+      if momentum is None:
+        opt = tf.train.GradientDescentOptimizer(learning_rate)
+      else:
+        opt = tf.train.MomentumOptimizer(learning_rate, momentum)
       training_ops = []
       for i, dev in enumerate(apply_devices):
         with tf.device(dev):
@@ -164,7 +167,8 @@ class _Towers(object):
       post_init = mgr.get_post_init_ops()
       self.post_init = tf.group(*post_init) if post_init else None
       # The values as saved: each variable whole.
-      self.whole = dict((name, tf.convert_to_tensor(v))
+      self.whole = dict((name, tf.concat(list(v), 0) if isinstance(
+          v, placement.SliceList) else tf.convert_to_tensor(v))
                         for name, v in self.saved.items())
 
   def variable_ops(self):
@@ -300,18 +304,20 @@ def _reference(values, batches, staged):
 
 class _Run(object):
   """`_Towers` in a session on the in-process cluster, restored from
-  `restore_from` (then post-init, then the staging warm-up)."""
+  `restore_from` if given (then post-init, then the staging warm-up)."""
 
   def __init__(self, cluster, strategy, staged, resource, min_bytes,
-               restore_from):
+               restore_from, momentum=None):
     spec, target = cluster
     tf.Session.reset(target)  # No variable or area of an earlier graph.
     host = variable_mgr.ClusterBenchmarkCnn(spec, 0, TOWERS)
-    self.towers = _Towers(strategy, host, min_bytes, staged, resource)
+    self.towers = _Towers(strategy, host, min_bytes, staged, resource,
+                          momentum=momentum)
     self.sess = tf.Session(target, graph=self.towers.graph)
     self.sess.run(self.towers.init)
-    checkpoint.restore(self.sess, restore_from, self.towers.saved,
-                       self.towers.saver)
+    if restore_from:
+      checkpoint.restore(self.sess, restore_from, self.towers.saved,
+                         self.towers.saver)
     if self.towers.post_init is not None:
       self.sess.run(self.towers.post_init)
     if self.towers.puts:
@@ -452,3 +458,29 @@ def test_whole_checkpoint_of_a_local_strategy_restores_split(
     finally:
       split.close()
   assert os.path.exists(path + '.index')
+
+
+def test_momentum_slots_of_partitioned_variables_are_saved_whole(
+    cluster, tmp_path):
+  """The optimizer's slots of a split variable are slices too (no getter
+  returns them whole): saved as one tensor under the canonical name, and
+  restored into a whole run."""
+  run = _Run(cluster, 'parameter_server', False, True, MIN_BYTES, None,
+             momentum=0.9)
+  try:
+    assert 'layer1/w1/Momentum' in run.towers.saved
+    for step in _batches(2):
+      run.step(step)
+    slot = run.sess.run(run.towers.whole['layer1/w1/Momentum'])
+    path = run.save(str(tmp_path / 'momentum'))
+  finally:
+    run.close()
+  assert dict(tf.train.list_variables(path))['layer1/w1/Momentum'] == [5, 4]
+  assert np.abs(slot).sum() > 0
+  whole = _Run(cluster, 'parameter_server', False, True, 0, path,
+               momentum=0.9)
+  try:
+    got = whole.sess.run(whole.towers.whole['layer1/w1/Momentum'])
+  finally:
+    whole.close()
+  np.testing.assert_array_equal(got, slot)

@@ -344,9 +344,33 @@ def with_whole_partitioned(to_save, candidates, partitioned, saved_name):
       if name is not None and to_save.get(name) is var:
         del to_save[name]
     name = saved_name(full_name)
-    if name is not None and full_name in partitioned:
+    if name is None:
+      continue
+    if full_name in partitioned:
       to_save[name] = partitioned[full_name]
+    else:
+      to_save[name] = SliceList(slices)
   return to_save
+
+
+class SliceList(list):
+  """The slices of a partitioned variable that no getter returned whole
+  (the optimizer's slots of one: `v/w/part_0/Momentum`, ...), in order:
+  a Saver writes a list of slices as one tensor of the full shape, as it
+  does a PartitionedVariable. `shape`, `dtype` and `name` are the whole
+  variable's, for code that checks a checkpoint against them."""
+
+  @property
+  def shape(self):
+    return tf.TensorShape(self[0]._save_slice_info.full_shape)  # pylint: disable=protected-access
+
+  @property
+  def dtype(self):
+    return self[0].dtype
+
+  @property
+  def name(self):
+    return slice_info(self[0])[0]
 
 
 def is_partitioned(value):
