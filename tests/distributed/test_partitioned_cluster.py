@@ -20,11 +20,14 @@ SLICES = ('in 2 slices: ps:0 15680 B, ps:1 15680 B',
           'in 2 slices: ps:1 15680 B, ps:0 15680 B')
 
 
+# Plain parameter_server runs on an in-process 2-PS cluster in
+# tests/test_partitioning.py; these two add what it shares with them (the
+# command line, the worker graph, its log) and run their own code paths:
+# a staging area a slice, and masters split while the local copies are not.
 @pytest.mark.parametrize('flags,staged,prefix', [
-    (['--variable_update', 'parameter_server'], False, 'v'),
     (['--variable_update', 'parameter_server', '--staged_vars'], True, 'v'),
     (['--variable_update', 'distributed_replicated'], False, 'ps_var/v0'),
-], ids=['parameter_server', 'staged', 'distributed_replicated'])
+], ids=['staged', 'distributed_replicated'])
 def test_partitioned_steps_match_numpy(launch, tmp_path, flags, staged,
                                        prefix):
   train_dir = tmp_path / 'train'
