@@ -124,6 +124,29 @@ def test_a_task_of_a_one_machine_strategy_is_refused(capsys):
                      'one machine only; ' + CLUSTER_CHOICES)
 
 
+STAGED_REFUSED = (
+    "staged_vars=True with variable_update='distributed_replicated': this "
+    'option exists only for parameter_server; drop it or use '
+    'parameter_server.')
+
+
+@pytest.mark.parametrize('main', [cli.main, distributed.main])
+def test_launch_refuses_what_the_manager_would(main, capsys):
+  """A configuration the library refuses is refused by the launcher itself,
+  before any task starts (it used to cost a task's failure and the
+  launcher's wait for the others)."""
+  assert _refused(capsys, [
+      '--launch_local_cluster', '--variable_update', 'distributed_replicated',
+      '--staged_vars'], main) == STAGED_REFUSED
+
+
+def test_a_ps_task_refuses_what_its_workers_would(capsys):
+  assert _refused(capsys, [
+      '--variable_update', 'distributed_replicated', '--staged_vars',
+      '--job_name', 'ps', '--ps_hosts', _closed_address(), '--worker_hosts',
+      _closed_address()], distributed.main) == STAGED_REFUSED
+
+
 def test_a_cluster_strategy_on_one_machine_is_refused(capsys):
   assert _refused(capsys, ['--variable_update', 'collective_all_reduce']) == (
       '--variable_update=collective_all_reduce needs a cluster: it runs '

@@ -36,11 +36,10 @@ def main(argv=None):
   except flags.UsageError as e:
     return exit_status.fail(e, exit_status.USAGE)
   if args.launch_local_cluster:
-    if args.device == 'gpu':
-      # Asked here, before the launcher starts a task that would refuse.
-      status = exit_status.status_of(lambda: _check_devices(args))
-      if status:
-        return status
+    # Asked here, before the launcher starts a task that would refuse.
+    status = exit_status.status_of(lambda: check_launch(args))
+    if status:
+      return status
     from variable_mgr.benchmark.cluster import launcher  # pylint: disable=g-import-not-at-top
     return launcher.main(args, argv)
   if task_spec.requested(args.job_name, args.ps_hosts, args.worker_hosts):
@@ -58,6 +57,19 @@ def _check_devices(args):
   from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
   towers = max(args.compare_towers) if args.compare else args.num_gpus
   run_config.check_devices(args.device, towers)
+  return exit_status.OK
+
+
+def check_launch(args):
+  """Refuses what every task of the cluster would refuse (the GPUs of
+  --device=gpu, a configuration the manager refuses); returns 0."""
+  from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
+  _check_devices(args)
+  # Placeholder addresses: only the task counts matter to the manager.
+  run_config.check_cluster_config(args, {
+      'ps': ['127.0.0.1:%d' % (1 + i) for i in range(args.num_ps)],
+      'worker': ['127.0.0.1:%d' % (1 + args.num_ps + i)
+                 for i in range(args.num_workers)]})
   return exit_status.OK
 
 

@@ -22,6 +22,11 @@ def main(argv=None):
   except flags.UsageError as e:
     return exit_status.fail(e, exit_status.USAGE)
   if args.launch_local_cluster:
+    from variable_mgr.benchmark import cli  # pylint: disable=g-import-not-at-top
+    # Before the launcher starts a task that would refuse.
+    status = exit_status.status_of(lambda: cli.check_launch(args))
+    if status:
+      return status
     from variable_mgr.benchmark.cluster import launcher  # pylint: disable=g-import-not-at-top
     return launcher.main(args, argv)
   from variable_mgr.benchmark.cluster import task  # pylint: disable=g-import-not-at-top

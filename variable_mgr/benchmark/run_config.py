@@ -118,6 +118,29 @@ def check_devices(device, num_gpus, count=None):
         % (num_gpus, count, '' if count == 1 else 's', count))
 
 
+def check_cluster_config(args, cluster):
+  """Refuses, before any task starts or any graph is built, a cluster
+  configuration the manager would refuse in a worker: makes the manager of
+  worker 0 of `cluster` in a throwaway graph (no op is built).
+
+  Args:
+    args: the parsed flags.
+    cluster: {'ps': [...], 'worker': [...]} host:port lists.
+
+  Raises:
+    VariableMgrError: the manager refuses the configuration.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import variable_mgr  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
+  config = from_args(args).resolved()
+  with tf.Graph().as_default():
+    host = variable_mgr.ClusterBenchmarkCnn(
+        cluster, 0, config.num_gpus, config.device,
+        config.local_parameter_device)
+    harness.create_manager(config, host)
+
+
 def from_args(args, **overrides):
   """The BenchmarkConfig of the parsed flags, with `overrides` applied."""
   values = dict((name, getattr(args, name)) for name in CONFIG_FIELDS)

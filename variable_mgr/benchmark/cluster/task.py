@@ -47,6 +47,9 @@ def run_task(args, environ=None, log=print):
         'no cluster task: pass --job_name, --task_index, --ps_hosts and '
         '--worker_hosts, set TF_CONFIG, or use --launch_local_cluster.')
   liveness.set_train_dir(args.train_dir)
+  # Every task refuses what the workers' manager would, before any server
+  # starts: a PS does not serve a cluster whose workers refuse to run.
+  run_config.check_cluster_config(args, spec.cluster_dict())
   if spec.job_name == 'ps':
     return ps_task.run_ps(spec, args, log)
   # Before the graph is built: a worker without its GPUs says so.
