@@ -284,3 +284,20 @@ def test_collective_workers_accumulate(tmp_path):
           np.testing.assert_allclose(
               got[name], params[name], err_msg='worker %d tower %d step %d '
               '%s' % (k, d, step, name), **FLOAT32)
+
+
+def test_nccl_graph_exchanges_the_gated_sums():
+  """NCCL (GPU towers, graph only on CPU): every NcclAllReduce input is a
+  cycle's sum passed through a Switch on the last-micro-step predicate."""
+  run = Run('replicated', NUM_TOWERS, batch=ROWS, use_nccl=True,
+            host_args=dict(device='gpu'), backward_passes_per_step=4,
+            reduction='mean', session=False)
+  nccl = [op for op in run.graph.get_operations()
+          if op.type == 'NcclAllReduce']
+  assert len(nccl) == NUM_TOWERS * len(VARIABLES)
+  go = run.state.step_control.go
+  for op in nccl:
+    source = op.inputs[0].op
+    while source.type in ('Identity', 'Cast'):
+      source = source.inputs[0].op
+    assert source.type == 'Switch' and source.inputs[1] is go, op.name

@@ -174,6 +174,14 @@ def gate(tower_grads, go):
   return result
 
 
+def gate_token(go, device):
+  """An op that runs when `go` is true and is dead otherwise: ops made
+  under a control dependency on it are dead too."""
+  with tf.device(device), tf.name_scope('gate_token'):
+    _, on = tf.raw_ops.Switch(data=go, pred=go)
+    return tf.identity(on).op
+
+
 def alive_after(ops, go, device):
   """An op that runs every step: after `ops` when `go`, at once otherwise
   (when `ops`, downstream of `gate`, are dead and do not run)."""

@@ -401,6 +401,7 @@ class VariableMgr(abc.ABC):
           go = finite if go is None else tf.logical_and(go, finite)
       if go is not None:
         towers = accumulation.gate(towers, go)
+        ops.extend(self._gated_step_ops(go))
     self._internal_variables = [v for v in tf.local_variables()
                                 if id(v) not in before]
     return towers, StepControl(go, ops, cpu)
@@ -424,6 +425,12 @@ class VariableMgr(abc.ABC):
         raise errors.ProtocolError(
             'use_fp16: the gradients of tower %d are not taken of the scaled '
             'loss; differentiate mgr.scale_loss(loss) in every tower.' % t)
+
+  def _gated_step_ops(self, go):
+    """Hook: ops that run every step of a gated step (see
+    `_control_step`), beside the state's assigns."""
+    del go
+    return []
 
   def _all_towers_finite(self, tower_flags):
     """Hook: a bool scalar, every tower's flag (of every worker) is true;
@@ -454,9 +461,19 @@ class VariableMgr(abc.ABC):
       self._append_apply(gradient_state, opt, grads, training_ops)
       return
     ops = []
-    self._append_apply(gradient_state, opt, grads, ops)
-    if control.go is not None and ops:
-      ops = [accumulation.alive_after(ops, control.go, control.device)]
+    if control.go is None:
+      self._append_apply(gradient_state, opt, grads, ops)
+    else:
+      # Every op of the strategy's apply step is dead on the steps that
+      # apply nothing, not only those that consume a gradient: an op that
+      # waits for other workers (distributed_replicated's barrier dequeues
+      # tokens that the other workers' dead updates never enqueue) would
+      # otherwise block such a step for ever.
+      with tf.control_dependencies([accumulation.gate_token(
+          control.go, control.device)]):
+        self._append_apply(gradient_state, opt, grads, ops)
+      if ops:
+        ops = [accumulation.alive_after(ops, control.go, control.device)]
     if not control.ops_appended:
       control.ops_appended = True
       ops.extend(control.ops)

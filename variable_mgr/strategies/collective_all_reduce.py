@@ -57,6 +57,8 @@ GRADIENT_INSTANCE_KEY_BASE = 1
 BROADCAST_INSTANCE_KEY_BASE = 1000000
 # The all-reduce of the inf/NaN check (dynamic loss scale), once a step.
 FINITE_INSTANCE_KEY = 2000000
+# The all-reduce that runs in every gated step (see `_gated_step_ops`).
+STEP_SYNC_INSTANCE_KEY = 1999999
 # The broadcast of the loss-scale state (chief's, initialised or restored).
 LOSS_SCALE_INSTANCE_KEY_BASE = 2000001
 GROUP_LEADER = '/job:worker/replica:0/task:0'
@@ -155,6 +157,24 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
           reduced.append((g, v))
         result.append(reduced)
     return devices, result
+
+  def _gated_step_ops(self, go):
+    """One small all-reduce over the group on every step, also on steps
+    whose gradient all-reduces are dead (accumulation micro-steps, skipped
+    steps): without a collective that runs in every step, such steps were
+    seen to abort the next all-reduce now and then ('Delete called on
+    non-empty BufRendezvous', TensorFlow 2.21, loaded machine)."""
+    if self.group_size == 1:
+      return []
+    ops = []
+    with tf.name_scope('collective_step_sync'):
+      for device in self.benchmark_cnn.raw_devices:
+        with tf.device(device):
+          value = tf.reshape(tf.cast(go, tf.float32), [1])
+          ops.append(compat.collective_all_reduce(
+              value, self.group_size, GROUP_KEY, STEP_SYNC_INSTANCE_KEY,
+              device).op)
+    return ops
 
   def _all_towers_finite(self, tower_flags):
     """Every tower of every worker adds its count of non-finite towers (0

@@ -1,0 +1,63 @@
+"""Training options on real clusters (the benchmark's runner, 2 workers of 2
+towers, 1 PS): accumulation and float16 towers under parameter_server and
+distributed_replicated, against clusterlib's NumPy reference.
+
+Every tower reads the same fixed batch at every step, so N micro-batches
+of a cycle have the same gradient: 4 steps with N = 2 equal 2 plain steps.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+import clusterlib
+
+STRATEGIES = ['parameter_server', 'distributed_replicated']
+
+
+def _run(launch, tmp_path, flags, steps):
+  output = str(tmp_path / 'summary.json')
+  cluster = launch(clusterlib.BASE_FLAGS + [
+      '--train_dir', str(tmp_path / 'train'), '--num_batches', str(steps),
+      '--op_timeout_secs', '30', '--output', output, '--num_ps', '1',
+      '--num_workers', '2'] + flags)
+  status = cluster.finish()
+  assert status == 0, cluster.output
+  clusterlib.assert_all_gone(cluster)
+  with open(output) as f:
+    return json.load(f)
+
+
+@pytest.mark.parametrize('strategy', STRATEGIES)
+def test_accumulation_applies_once_every_n_steps(launch, tmp_path, strategy):
+  initial = clusterlib.initial_values(seed=3)
+  clusterlib.write_checkpoint(str(tmp_path / 'train'), initial, 0)
+  summary = _run(launch, tmp_path, ['--variable_update', strategy,
+                                    '--backward_passes_per_step', '2'], 4)
+  for worker in summary['workers']:
+    assert worker['global_step'] == 4
+  values, step = clusterlib.read_checkpoint(str(tmp_path / 'train'))
+  assert step == 4
+  clusterlib.assert_close(values, clusterlib.reference(initial, 2, 2))
+  # Not the 4 plain steps.
+  plain = clusterlib.reference(initial, 2, 4)
+  assert np.abs(values['logits/weights'] - plain['logits/weights']).max() > \
+      1e-4
+
+
+def test_float16_towers_with_a_fixed_scale(launch, tmp_path):
+  """distributed_replicated with --use_fp16 --fp16_loss_scale 64: the
+  reference within float16 tolerance; the scale is saved and restored."""
+  initial = clusterlib.initial_values(seed=4)
+  saved = dict(initial, loss_scale=np.float32(64.0),
+               loss_scale_normal_steps=np.int32(0))
+  clusterlib.write_checkpoint(str(tmp_path / 'train'), saved, 0)
+  _run(launch, tmp_path, ['--variable_update', 'distributed_replicated',
+                          '--use_fp16', '--fp16_loss_scale', '64'], 3)
+  values, step = clusterlib.read_checkpoint(str(tmp_path / 'train'))
+  assert step == 3
+  assert values.pop('loss_scale') == 64.0
+  assert values.pop('loss_scale_normal_steps') == 0
+  clusterlib.assert_close(values, clusterlib.reference(initial, 2, 3),
+                          rtol=3e-3, atol=3e-3)
