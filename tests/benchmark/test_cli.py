@@ -37,7 +37,8 @@ def run_main(argv, tmp_path, name='out.json'):
 
 def test_flag_names_match_the_library():
   assert cli_flags.STRATEGY_NAMES == variable_mgr.STRATEGY_NAMES
-  assert cli_flags.MODEL_NAMES == models.MODEL_NAMES
+  assert cli_flags.MODEL_NAMES == (models.MODEL_NAMES +
+                                   models.LAYERS_MODEL_NAMES)
 
 
 @pytest.mark.parametrize('flags', [

@@ -25,11 +25,19 @@ from variable_mgr.benchmark import flags
 from variable_mgr.benchmark.cluster import task_spec
 
 
+def set_tensorflow_environment():
+  """What the command sets before TensorFlow is imported, unless the
+  caller set it: TensorFlow's C++ info and warning lines (start-up,
+  in-process servers closing) stay off stderr, and `tf.compat.v1.layers`
+  (the larger models) take Keras 2, the `tf_keras` package, on TensorFlow
+  2.16 and later (TensorFlow 1.15 ignores the variable)."""
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+
 def main(argv=None):
   """Runs the command; returns the exit status."""
-  # TensorFlow's C++ info and warning lines (start-up, in-process servers
-  # closing) stay off stderr unless the caller sets TF_CPP_MIN_LOG_LEVEL.
-  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  set_tensorflow_environment()
   argv = list(sys.argv[1:] if argv is None else argv)
   try:
     args = flags.parse_args(argv)

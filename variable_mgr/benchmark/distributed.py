@@ -6,23 +6,22 @@ The benchmark command with the cluster flags (see `flags.parse_task_args`:
 of its cluster as this command; see `variable_mgr.benchmark.cluster`.
 """
 
-import os
 import sys
 
+from variable_mgr.benchmark import cli
 from variable_mgr.benchmark import exit_status
 from variable_mgr.benchmark import flags
 
 
 def main(argv=None):
   """Runs the task or the launcher; returns the exit status."""
-  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  cli.set_tensorflow_environment()
   argv = list(sys.argv[1:] if argv is None else argv)
   try:
     args = flags.parse_task_args(argv)
   except flags.UsageError as e:
     return exit_status.fail(e, exit_status.USAGE)
   if args.launch_local_cluster:
-    from variable_mgr.benchmark import cli  # pylint: disable=g-import-not-at-top
     # Before the launcher starts a task that would refuse.
     status = exit_status.status_of(lambda: cli.check_launch(args))
     if status:

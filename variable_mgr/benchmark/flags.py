@@ -36,7 +36,8 @@ PROG = 'variable_mgr_benchmark'
 # neither (tests check that they agree).
 STRATEGY_NAMES = ('independent', 'parameter_server', 'replicated',
                   'distributed_replicated', 'collective_all_reduce')
-MODEL_NAMES = ('trivial', 'lenet', 'resnet20', 'resnet50')
+MODEL_NAMES = ('trivial', 'lenet', 'resnet20', 'resnet50', 'alexnet', 'vgg16',
+               'inception3', 'resnet101', 'resnet152')
 
 
 class UsageError(Exception):
