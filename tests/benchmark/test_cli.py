@@ -203,3 +203,23 @@ def test_module_entry_point():
   assert 'Traceback' not in bad.stderr
   assert bad.stderr.splitlines()[-1].startswith(
       'variable_mgr_benchmark: error: --num_gpus=0: must be at least 1')
+
+
+@pytest.mark.skipif(
+    not _tf.__version__.startswith('2.') or
+    int(_tf.__version__.split('.')[1]) < 16,
+    reason='Keras 2 is bundled before TensorFlow 2.16: nothing to select')
+def test_layer_models_run_without_the_keras_variable_set():
+  """The command selects Keras 2 (tf_keras) itself on TensorFlow 2.16+:
+  with TF_USE_LEGACY_KERAS unset by the caller, a model built from
+  tf.compat.v1.layers still trains (Keras 3 would refuse conv2d)."""
+  env = dict(os.environ, PYTHONPATH=REPO)
+  env.pop('TF_USE_LEGACY_KERAS', None)
+  run = subprocess.run(
+      [sys.executable, '-m', 'variable_mgr.benchmark', '--model', 'alexnet',
+       '--num_gpus', '1', '--batch_size', '1', '--num_batches', '1',
+       '--num_warmup_batches', '0'], cwd=REPO, env=env,
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+      timeout=300)
+  assert run.returncode == 0, run.stderr[-2000:]
+  assert 'total images/sec: ' in run.stdout
