@@ -348,6 +348,8 @@ class VariableMgr(abc.ABC):
       GradientListError: the wrong number of towers, or towers that differ
         in length, variable order, or in which gradients are None.
       GradientShapeError: a gradient whose shape is not its variable's.
+      ProtocolError: `use_fp16` and a tower's gradients not taken of
+        `scale_loss(loss)`.
     """
     towers = [list(grads) for grads in device_grads]
     tower_variables.check_tower_variables(towers)
