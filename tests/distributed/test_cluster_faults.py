@@ -59,6 +59,8 @@ def test_asynchronous_parameter_server_learns(launch, tmp_path):
       '--op_timeout_secs', '30', '--output', output])
   assert cluster.finish() == 0, cluster.output
   clusterlib.assert_all_gone(cluster)
+  assert ('launcher: Wrote the results (JSON) to %s' % output
+          in cluster.output)
   with open(output) as f:
     summary = json.load(f)
   for worker in summary['workers']:
@@ -78,5 +80,20 @@ def test_ctrl_c_stops_every_task(launch):
   cluster.wait_for_line(r'^\[worker:0\] 2\t', step=2)
   os.kill(cluster.process.pid, signal.SIGINT)
   assert cluster.finish(cluster.deadlines.stop) == 130, cluster.output
-  assert 'launcher: interrupted: stopping every task' in cluster.output
+  assert ('launcher: interrupted (SIGINT, Ctrl-C): stopping every task'
+          in cluster.output)
+  clusterlib.assert_all_gone(cluster)
+
+
+def test_sigterm_stops_every_task_and_says_terminated(launch):
+  cluster = launch(clusterlib.BASE_FLAGS + [
+      '--variable_update', 'parameter_server', '--num_ps', '1',
+      '--num_workers', '1', '--num_batches', '100000',
+      '--op_timeout_secs', str(OP_TIMEOUT)])
+  cluster.wait_for_line(r'^\[worker:0\] 2\t', step=2)
+  os.kill(cluster.process.pid, signal.SIGTERM)
+  assert cluster.finish(cluster.deadlines.stop) == 143, cluster.output
+  assert ('launcher: terminated (SIGTERM): stopping every task'
+          in cluster.output)
+  assert 'interrupted' not in cluster.output
   clusterlib.assert_all_gone(cluster)

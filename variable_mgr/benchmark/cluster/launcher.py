@@ -345,7 +345,7 @@ def strip_launch_flag(argv):
 
 def main(args, argv, out=None):
   """Runs the cluster; returns 0 when every task succeeded, 1 if one failed,
-  2 for bad flags, 130 on Ctrl-C."""
+  2 for bad flags, 130 on Ctrl-C, 143 on SIGTERM."""
   out = out or sys.stdout
   if os.environ.get(LAUNCHER_FD_ENV):
     return exit_status.fail(
@@ -388,9 +388,13 @@ def main(args, argv, out=None):
               for t in cluster.tasks if t is not failed)))
   except netns.NetworkSetupError as e:
     out.write('launcher: error: the network could not be made: %s\n' % e)
-  except (KeyboardInterrupt, _Terminated):
-    out.write('launcher: interrupted: stopping every task\n')
-    status = 130
+  except KeyboardInterrupt:
+    out.write('launcher: interrupted (SIGINT, Ctrl-C): stopping every '
+              'task\n')
+    status = exit_status.INTERRUPTED
+  except _Terminated:
+    out.write('launcher: terminated (SIGTERM): stopping every task\n')
+    status = exit_status.TERMINATED
   finally:
     if cluster is not None:
       cluster.stop()
@@ -423,5 +427,6 @@ def _report(cluster, args, out):
     out.write('cluster: no timed batches\n')
   out.write('-' * 64 + '\n')
   if args.output:
-    output.write_json(args.output, summary)
+    output.write_json(args.output, summary,
+                      lambda line: out.write('launcher: %s\n' % line))
   return 0
