@@ -574,3 +574,16 @@ def test_dead_task_message_reads_well():
         'last checkpoint.')
   finally:
     liveness.set_train_dir(None)
+
+
+@pytest.mark.parametrize('argv, typed', [
+    (['--network_rate', '200mbit'], '--network_rate=200mbit'),
+    (['--network_rate=1gbit', '--variable_update=parameter_server',
+      '--job_name=worker', '--ps_hosts=127.0.0.1:1',
+      '--worker_hosts=127.0.0.1:2'], '--network_rate=1gbit'),
+])
+def test_a_network_rate_without_the_launcher_is_refused(argv, typed, capsys):
+  assert _refused(capsys, argv) == (
+      '%s without --launch_local_cluster: the namespace network is made by '
+      'the launcher of a cluster on this machine; add --launch_local_cluster '
+      'or drop --network_rate' % typed)

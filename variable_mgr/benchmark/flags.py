@@ -575,7 +575,26 @@ def _parse(argv, environ, command, timed):
   else:
     _default_batches(args, timed, 5)
   _check(args, typed_flags(argv, parser), environ, command)
+  if args.network_rate is not None and not args.launch_local_cluster:
+    raise UsageError(
+        '%s without --launch_local_cluster: the namespace network is made '
+        'by the launcher of a cluster on this machine; add '
+        '--launch_local_cluster or drop --network_rate' %
+        _as_typed(argv, 'network_rate'))
   return args
+
+
+def _as_typed(argv, dest):
+  """`--dest=value` as argv gave it (the last time, as argparse reads
+  it)."""
+  flag = '--' + dest
+  text = flag
+  for i, a in enumerate(argv):
+    if a == flag and i + 1 < len(argv):
+      text = '%s=%s' % (flag, argv[i + 1])
+    elif a.startswith(flag + '='):
+      text = a
+  return text
 
 
 def parse_args(argv=None, environ=None):
