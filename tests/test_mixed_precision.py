@@ -366,9 +366,9 @@ def test_benchmark_wires_float16_and_the_dynamic_scale(tmp_path):
 
 
 def test_benchmark_header_line():
-  from variable_mgr.benchmark import harness
+  from variable_mgr.benchmark import output
   from variable_mgr.benchmark import run_config
-  line = harness.training_options_line
+  line = output.training_options_line
   config = run_config.BenchmarkConfig
   assert line(config()) == 'Training options: none'
   assert line(config(use_fp16=True)) == (
@@ -381,6 +381,11 @@ def test_benchmark_header_line():
                          'dynamic, doubles after 50 good steps), '
                          'backward_passes_per_step=4, '
                          'variable_consistency=relaxed')
+  header = []
+  output.print_header(config(use_fp16=True).resolved(),
+                      variable_mgr.LocalBenchmarkCnn(1), header.append)
+  assert header[-2:] == ['Training options: use_fp16 (loss scale 128, '
+                         'fixed)', '==========']
 
 
 @pytest.mark.parametrize('model', ['resnet20', 'resnet50'])

@@ -98,27 +98,6 @@ def check_float16_model(config):
         % config.model)
 
 
-def training_options_line(config):
-  """The header line that says which training options are on, e.g.
-  'Training options: use_fp16 (loss scale 128, dynamic, doubles after 1000
-  good steps), backward_passes_per_step=4, variable_consistency=relaxed';
-  'Training options: none' when none is."""
-  parts = []
-  if config.use_fp16:
-    scale = 128 if config.fp16_loss_scale is None else config.fp16_loss_scale
-    if config.fp16_enable_auto_loss_scale:
-      parts.append('use_fp16 (loss scale %g, dynamic, doubles after %d good '
-                   'steps)' % (scale, config.fp16_inc_loss_scale_every_n))
-    else:
-      parts.append('use_fp16 (loss scale %g, fixed)' % scale)
-  if config.backward_passes_per_step > 1:
-    parts.append('backward_passes_per_step=%d' %
-                 config.backward_passes_per_step)
-  if config.variable_consistency != 'strong':
-    parts.append('variable_consistency=%s' % config.variable_consistency)
-  return 'Training options: %s' % (', '.join(parts) or 'none')
-
-
 def _float16_requests(getter, name, *args, **kwargs):
   """A custom getter: a float32 model's trainable variables asked for in
   float16 (the manager's getter stores them in float32)."""
