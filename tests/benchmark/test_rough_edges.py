@@ -587,3 +587,69 @@ def test_a_network_rate_without_the_launcher_is_refused(argv, typed, capsys):
       '%s without --launch_local_cluster: the namespace network is made by '
       'the launcher of a cluster on this machine; add --launch_local_cluster '
       'or drop --network_rate' % typed)
+
+
+def test_a_worker_waiting_for_the_chief_says_so_every_few_seconds(
+    monkeypatch):
+  """worker:1 waits for the chief's token (the chief answers but has not
+  initialised): it says so every WAIT_REPORT_SECS, then gives up at
+  --startup_timeout_secs naming the chief."""
+  from variable_mgr.benchmark.cluster import worker_task  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(liveness, 'WAIT_REPORT_SECS', 0.3)
+  compat = tf.compat.v1
+
+  class Session(object):
+
+    def run(self, fetches, options=None):
+      del fetches, options
+      time.sleep(0.05)
+      raise compat.errors.DeadlineExceededError(None, None, 'no token yet')
+
+  class Call(object):
+    sess = Session()
+    tf = compat
+
+  spec = task_spec.TaskSpec('worker', 1, ['127.0.0.1:1'],
+                            ['127.0.0.1:2', '127.0.0.1:3'])
+  monitor = liveness.Monitor(spec, 1.2, log=lambda line: None)
+  monkeypatch.setattr(monitor, 'dead', lambda tasks: [])
+  options = type('Options', (), {'startup_timeout_secs': 1.2})()
+  graph = type('Graph', (), {'ready_dequeue': None})()
+  lines = []
+  with pytest.raises(liveness.TaskFailedError,
+                     match=r'the chief \(worker:0\) did not initialise'):
+    worker_task._wait_for_chief(Call(), graph, monitor, options, lines.append)  # pylint: disable=protected-access
+  waits = lines[1:]
+  assert lines[0] == 'Waiting for the chief to initialise the variables'
+  assert len(waits) >= 2, lines
+  for line in waits:
+    assert re.match(
+        r'^worker:1: waiting for the chief \(worker:0\) to initialise the '
+        r'variables \(\d+s so far; giving up after '
+        r'--startup_timeout_secs=1.2\)$', line), line
+
+
+def test_a_chief_with_a_dangling_checkpoint_starts_nothing(tmp_path):
+  """The chief refuses a `checkpoint` file that points at missing files,
+  naming it, before its server starts or it waits for anyone."""
+  train_dir = tmp_path / 'train'
+  train_dir.mkdir()
+  (train_dir / 'checkpoint').write_text(
+      'model_checkpoint_path: "model.ckpt-5"\n'
+      'all_model_checkpoint_paths: "model.ckpt-5"\n')
+  ps, worker = _closed_address(), _closed_address()
+  env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL='2')
+  env.pop('TF_CONFIG', None)
+  proc = subprocess.run(
+      [sys.executable, '-m', 'variable_mgr.benchmark'] + CLUSTER_TINY + [
+          '--variable_update', 'parameter_server', '--job_name', 'worker',
+          '--task_index', '0', '--ps_hosts', ps, '--worker_hosts', worker,
+          '--train_dir', str(train_dir)],
+      cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+      universal_newlines=True, timeout=clusterlib.PROCESS_START_SECS + 60)
+  assert proc.returncode == 2, proc.stdout
+  errors = [l for l in proc.stdout.splitlines() if l.startswith(PREFIX)]
+  assert len(errors) == 1, proc.stdout
+  assert str(train_dir / 'checkpoint') in errors[0], errors[0]
+  assert 'model.ckpt-5' in errors[0], errors[0]
+  assert 'waiting for' not in proc.stdout, proc.stdout

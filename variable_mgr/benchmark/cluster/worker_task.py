@@ -41,6 +41,7 @@ import os
 import time
 
 import variable_mgr
+from variable_mgr import checkpoint
 from variable_mgr import errors
 from variable_mgr.benchmark import output
 from variable_mgr.benchmark.cluster import deadline
@@ -81,6 +82,10 @@ def run_worker(spec, config, options, log=print):
   """
   sync = options.cross_replica_sync
   _check_options(config, sync)
+  if spec.is_chief and config.train_dir:
+    # A dangling or unreadable `checkpoint` file is refused here, naming
+    # it, before any server starts (not found after the cluster is up).
+    checkpoint.latest_checkpoint(config.train_dir)
   config = config.resolved()
   host = variable_mgr.ClusterBenchmarkCnn(
       spec.cluster_dict(), spec.task_index, config.num_gpus, config.device,
@@ -123,7 +128,7 @@ def run_worker(spec, config, options, log=print):
     if spec.is_chief:
       call(g.global_init_op, 'initialising the variables')
       if g.saver is not None:
-        restored_from = tf.train.latest_checkpoint(config.train_dir)
+        restored_from = checkpoint.latest_checkpoint(config.train_dir)
         if restored_from:
           try:
             g.saver.restore(sess, restored_from)
@@ -230,6 +235,7 @@ def _wait_for_chief(call, g, monitor, options, log):
   PS tasks between short waits."""
   log('Waiting for the chief to initialise the variables')
   give_up = monitor.started + options.startup_timeout_secs
+  began = last_report = time.time()
   tasks = monitor.others(('ps',)) + [
       t for t in monitor.others(('worker',)) if t[1] == 0]
   while True:
@@ -245,6 +251,12 @@ def _wait_for_chief(call, g, monitor, options, log):
     dead = monitor.dead(tasks)
     if dead:
       raise monitor.failure(dead, 'the variables were never initialised')
+    now = time.time()
+    if now - last_report >= liveness.WAIT_REPORT_SECS:
+      last_report = now
+      log('%s: waiting for the chief (worker:0) to initialise the variables '
+          '(%.0fs so far; giving up after --startup_timeout_secs=%g)' % (
+              monitor.spec.name, now - began, options.startup_timeout_secs))
     if time.time() > give_up:
       raise liveness.TaskFailedError(
           'task %s: the chief (worker:0) did not initialise the variables '
