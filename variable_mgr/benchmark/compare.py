@@ -1,4 +1,5 @@
-"""`--compare`: a sweep over strategies x tower counts, as a table and a chart.
+"""`--compare`: a sweep over strategies x tower counts x option sets, as a
+table and a chart.
 
 Writes into the output directory:
 - `results.md`: images/sec, the range of one step's images/sec, scaling
@@ -13,6 +14,21 @@ times its own images/sec at one tower (1.0 = linear scaling). On virtual CPU
 devices all towers share the machine's cores, so expect it to fall with k:
 the sweep then compares the strategies' overheads, not real devices.
 
+Option sets (`--compare_options`, e.g. `plain,fp16,bpps4,relaxed`): each
+set is `plain` (no training option), or `fp16` (`--use_fp16`, fixed loss
+scale), `fp16_auto` (`--use_fp16 --fp16_enable_auto_loss_scale`),
+`bpps<N>` (`--backward_passes_per_step=N`) and `relaxed`
+(`--variable_consistency=relaxed`), several joined by `+`. Each run has
+exactly the options of its set (`--fp16_loss_scale` and
+`--fp16_inc_loss_scale_every_n` apply to the sets with fp16 and fp16_auto);
+without the flag, one set: the training options of the other flags. A
+combination the library refuses (relaxed outside replicated, relaxed with
+bpps<N> for N > 1, fp16 with resnet20) is a 'refused' row that says why.
+Scaling efficiency compares a set with its own one-tower run; `step vs
+plain` is a run's step time over the plain run of the same strategy and
+tower count (when `plain` is one of the sets). With bpps<N> a step is one
+micro-batch: the update is applied every N steps.
+
 Each configuration runs once; the spread of its timed steps (the slowest
 and the fastest step's images/sec) is what the table and the chart's error
 bars show of the noise: run the sweep again to see the spread between runs.
@@ -24,6 +40,7 @@ import os
 import sys
 
 from variable_mgr import errors
+from variable_mgr.benchmark import flags
 from variable_mgr.benchmark import local_run
 from variable_mgr.benchmark import report
 from variable_mgr.benchmark import run_config
@@ -31,12 +48,72 @@ from variable_mgr.benchmark import run_config
 TABLE_FILE = 'results.md'
 CHART_FILE = 'results.png'
 JSON_FILE = 'results.json'
+PLAIN = 'plain'
+
+# The training options an option set sets, all of them in every set.
+_PLAIN_OPTIONS = (('use_fp16', False), ('fp16_loss_scale', None),
+                  ('fp16_enable_auto_loss_scale', False),
+                  ('fp16_inc_loss_scale_every_n',
+                   run_config.CONFIG_FIELDS['fp16_inc_loss_scale_every_n']),
+                  ('backward_passes_per_step', 1),
+                  ('variable_consistency', 'strong'))
+
+
+def option_overrides(name, loss_scale=None, inc_every_n=None):
+  """The BenchmarkConfig fields of option set `name` (checked by the
+  flags), e.g. 'fp16+bpps4' -> use_fp16=True, backward_passes_per_step=4
+  and every other training option off.
+
+  Args:
+    loss_scale: --fp16_loss_scale, for the sets with fp16 or fp16_auto.
+    inc_every_n: --fp16_inc_loss_scale_every_n, for the sets with
+      fp16_auto.
+  """
+  values = collections.OrderedDict(_PLAIN_OPTIONS)
+  for token in flags.option_set_tokens(name):
+    if token.startswith('fp16'):
+      values['use_fp16'] = True
+      values['fp16_loss_scale'] = loss_scale
+    if token == 'fp16_auto':
+      values['fp16_enable_auto_loss_scale'] = True
+      if inc_every_n is not None:
+        values['fp16_inc_loss_scale_every_n'] = inc_every_n
+    if token.startswith('bpps'):
+      values['backward_passes_per_step'] = int(token[len('bpps'):])
+    if token == 'relaxed':
+      values['variable_consistency'] = 'relaxed'
+  return values
+
+
+def option_set_name(config):
+  """The option set a config runs, e.g. 'fp16_auto+bpps4', 'plain'."""
+  tokens = []
+  if config.use_fp16:
+    tokens.append('fp16_auto' if config.fp16_enable_auto_loss_scale
+                  else 'fp16')
+  if config.backward_passes_per_step > 1:
+    tokens.append('bpps%d' % config.backward_passes_per_step)
+  if config.variable_consistency == 'relaxed':
+    tokens.append('relaxed')
+  return '+'.join(tokens) or PLAIN
+
+
+def option_configs(args):
+  """[(option set name, {config overrides})] of the parsed flags: one a set
+  of --compare_options, or the flags' own options without it."""
+  if not args.compare_options:
+    return [(option_set_name(run_config.from_args(args)), {})]
+  return [(name, option_overrides(name, args.fp16_loss_scale,
+                                  args.fp16_inc_loss_scale_every_n))
+          for name in args.compare_options]
 
 Row = collections.namedtuple(
     'Row', 'strategy towers images_per_sec efficiency step_ms final_loss '
-           'error step_range')
-# step_range: (slowest, fastest) images/sec of one timed step, or None.
-Row.__new__.__defaults__ = (None,)
+           'error step_range options vs_plain')
+# step_range: (slowest, fastest) images/sec of one timed step, or None;
+# options: the option set's name; vs_plain: step_ms over the plain run's
+# of the same strategy and towers, or None.
+Row.__new__.__defaults__ = (None, PLAIN, None)
 
 
 def progress_bar(done, total, label, width=30, stream=None):
@@ -93,7 +170,10 @@ def machine_line(tf_version, machine=None):
 NOTES = ('images/sec: the timed batches\' images over their wall time. '
          'One step: the slowest and the fastest timed step\'s images/sec, '
          'the spread within the run; each configuration ran once (run the '
-         'sweep again for the spread between runs).')
+         'sweep again for the spread between runs). Options: the option set '
+         'of the run (bpps<N>: a step is one micro-batch, the update applied '
+         'every N); step vs plain: its step time over the plain run\'s of '
+         'the same strategy and towers.')
 
 
 def markdown_table(rows, title, machine=None):
@@ -104,19 +184,21 @@ def markdown_table(rows, title, machine=None):
     if r.error:
       cells.append([r.strategy, str(r.towers),
                     'refused: %s' % r.error.replace('|', '/'), '', '', '',
-                    ''])
+                    '', r.options, ''])
       continue
     spread = ('-' if r.step_range is None else
               '%.1f-%.1f' % tuple(r.step_range))
     cells.append([r.strategy, str(r.towers), _fmt(r.images_per_sec, '%.1f'),
                   spread, _fmt(r.efficiency, '%.2f'), _fmt(r.step_ms, '%.1f'),
-                  _fmt(r.final_loss, '%.3f')])
+                  _fmt(r.final_loss, '%.3f'), r.options,
+                  _fmt(r.vs_plain, '%.2fx')])
   lines = ['## %s' % title, '']
   if machine:
     lines += [machine, '']
   lines += report.table(
       ['strategy', 'towers', 'images/sec', 'one step (images/sec)',
-       'scaling efficiency', 'step (ms)', 'final loss'], cells, 'lrrrrrr')
+       'scaling efficiency', 'step (ms)', 'final loss', 'options',
+       'step vs plain'], cells, 'lrrrrrrlr')
   lines += ['', NOTES]
   return '\n'.join(lines) + '\n'
 
@@ -132,8 +214,12 @@ def write_chart(rows, path, title, machine=None):
   except ImportError:
     return False
   fig, (speed_ax, eff_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
-  for strategy in sorted(set(r.strategy for r in rows)):
-    mine = [r for r in rows if r.strategy == strategy and not r.error]
+  several = len(set(r.options for r in rows)) > 1
+  for strategy, options in sorted(set((r.strategy, r.options)
+                                      for r in rows)):
+    label = '%s, %s' % (strategy, options) if several else strategy
+    mine = [r for r in rows if (r.strategy, r.options) == (strategy, options)
+            and not r.error]
     towers = [r.towers for r in mine]
     speeds = [r.images_per_sec for r in mine]
     low = [s - r.step_range[0] if r.step_range else 0.0
@@ -142,11 +228,11 @@ def write_chart(rows, path, title, machine=None):
             for s, r in zip(speeds, mine)]
     speed_ax.errorbar(towers, speeds, yerr=[[max(0.0, v) for v in low],
                                             [max(0.0, v) for v in high]],
-                      marker='o', capsize=3, label=strategy)
+                      marker='o', capsize=3, label=label)
     eff = [(r.towers, r.efficiency) for r in mine if r.efficiency is not None]
     if eff:
       eff_ax.plot([t for t, _ in eff], [e for _, e in eff], marker='o',
-                  label=strategy)
+                  label=label)
   all_towers = sorted(set(r.towers for r in rows))
   for ax, ylabel in ((speed_ax, 'images/sec (bars: slowest-fastest step)'),
                      (eff_ax, 'scaling efficiency vs 1 tower')):
@@ -165,6 +251,17 @@ def write_chart(rows, path, title, machine=None):
   return True
 
 
+def with_vs_plain(rows):
+  """`rows` with vs_plain set: a row's step_ms over the step_ms of the plain
+  row of the same strategy and towers (None without both)."""
+  plain = dict(((r.strategy, r.towers), r.step_ms) for r in rows
+               if r.options == PLAIN and r.step_ms)
+  return [r._replace(vs_plain=(
+      r.step_ms / plain[(r.strategy, r.towers)]
+      if r.step_ms and (r.strategy, r.towers) in plain else None))
+          for r in rows]
+
+
 def run_compare(args, log=print):
   """Runs the sweep of the parsed flags and writes the files.
 
@@ -175,41 +272,50 @@ def run_compare(args, log=print):
     The list of Rows.
   """
   towers = sorted(set([1] + list(args.compare_towers)))
-  runs = [(s, k) for s in args.compare_strategies for k in towers]
+  option_sets = option_configs(args)
+  runs = [(s, k, o) for s in args.compare_strategies for k in towers
+          for o in option_sets]
   speeds, outcomes = {}, {}
-  for i, (strategy, k) in enumerate(runs):
-    progress_bar(i, len(runs), '%s x%d' % (strategy, k))
-    config = run_config.from_args(args, variable_update=strategy, num_gpus=k)
+  for i, (strategy, k, (options, overrides)) in enumerate(runs):
+    progress_bar(i, len(runs), '%s x%d%s' % (
+        strategy, k, '' if len(option_sets) == 1 else ' ' + options))
+    config = run_config.from_args(args, variable_update=strategy, num_gpus=k,
+                                  **overrides)
     try:
       result = local_run.run_one(config, log=lambda *_: None)
     except errors.VariableMgrError as e:
-      outcomes[(strategy, k)] = str(e)
+      outcomes[(strategy, k, options)] = str(e)
       continue
-    speeds[(strategy, k)] = result['images_per_sec']
-    outcomes[(strategy, k)] = result
+    # Efficiency: against the same strategy and option set at one tower.
+    speeds[((strategy, options), k)] = result['images_per_sec']
+    outcomes[(strategy, k, options)] = result
   progress_bar(len(runs), len(runs), 'done')
 
   eff = efficiencies(speeds)
   rows = []
-  for strategy, k in runs:
-    outcome = outcomes[(strategy, k)]
+  for strategy, k, (options, _) in runs:
+    outcome = outcomes[(strategy, k, options)]
     if not isinstance(outcome, dict):
-      rows.append(Row(strategy, k, None, None, None, None, outcome))
+      rows.append(Row(strategy, k, None, None, None, None, outcome, None,
+                      options))
       continue
     ips = outcome['images_per_sec']
     step_ms = None
     if ips:
       step_ms = 1000.0 * outcome['config']['batch_size'] * k / ips
-    rows.append(Row(strategy, k, ips, eff.get((strategy, k)), step_ms,
-                    outcome['final_loss'], None, step_range(
+    rows.append(Row(strategy, k, ips, eff.get(((strategy, options), k)),
+                    step_ms, outcome['final_loss'], None, step_range(
                         outcome['config']['batch_size'] * k,
-                        outcome['step_seconds'])))
+                        outcome['step_seconds']), options))
+  rows = with_vs_plain(rows)
 
   # The batch of the flags, the model's default filled in: known even when
   # every configuration was refused.
   batch = run_config.from_args(args).resolved().batch_size
   title = '%s, batch %d per tower, %d timed batches' % (
       args.model, batch, args.num_batches)
+  if args.compare_options:
+    title += ', option sets %s' % ', '.join(args.compare_options)
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   machine = machine_line(tf.__version__)
   # The directory itself, not its parents (the flags checked the parent).

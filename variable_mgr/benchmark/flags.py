@@ -29,6 +29,7 @@ a missing parent.
 import argparse
 import math
 import os
+import re
 import sys
 
 PROG = 'variable_mgr_benchmark'
@@ -168,6 +169,66 @@ def _strategy_list(text):
   return names
 
 
+# --compare_options: the tokens of an option set, joined by '+'.
+OPTION_TOKENS = ('plain', 'fp16', 'fp16_auto', 'bpps<N>', 'relaxed')
+# The flags an option set sets: not given beside --compare_options.
+OPTION_FLAGS = ('use_fp16', 'fp16_enable_auto_loss_scale',
+                'backward_passes_per_step', 'variable_consistency')
+
+
+def option_set_tokens(name):
+  """The tokens of one option set, e.g. 'fp16+bpps4' -> ['fp16', 'bpps4'].
+
+  Raises:
+    argparse.ArgumentTypeError: a token that is not one of OPTION_TOKENS
+      (bpps<N>: N a whole number of at least 1), 'plain' beside another
+      token, two tokens of one option, or an empty set.
+  """
+  fix = ('each option set is plain, fp16, fp16_auto, bpps<N> '
+         '(backward_passes_per_step=N, N at least 1) or relaxed, several '
+         'joined by +; pass e.g. {flag}=plain,fp16,bpps4,fp16+relaxed')
+  tokens = name.split('+')
+  kinds = []
+  for token in tokens:
+    match = re.match(r'^bpps(\d+)$', token)
+    if match and int(match.group(1)) >= 1:
+      kinds.append('bpps')
+    elif match:
+      raise argparse.ArgumentTypeError(
+          '%r in the set %r: bpps<N> needs N at least 1; %s' % (
+              token, name, fix))
+    elif token in ('plain', 'fp16', 'fp16_auto', 'relaxed'):
+      kinds.append('fp16' if token.startswith('fp16') else token)
+    else:
+      raise argparse.ArgumentTypeError('unknown option %r in the set %r: %s'
+                                       % (token, name, fix))
+  if 'plain' in kinds and len(kinds) > 1:
+    raise argparse.ArgumentTypeError(
+        'the set %r: plain means no option and stands alone; %s' % (name, fix))
+  twice = sorted(set(k for k in kinds if kinds.count(k) > 1))
+  if twice:
+    raise argparse.ArgumentTypeError(
+        'the set %r sets %s twice; keep one of them: %s' % (
+            name, 'fp16' if twice[0] == 'fp16' else twice[0], fix))
+  return tokens
+
+
+def _option_set_list(text):
+  names = [t.strip() for t in text.split(',')]
+  if not any(names):
+    raise argparse.ArgumentTypeError(
+        'no option set; pass e.g. {flag}=plain,fp16,bpps4,relaxed')
+  seen = []
+  for name in names:
+    option_set_tokens(name)
+    if name in seen:
+      raise argparse.ArgumentTypeError(
+          'the set %r is given twice; give each option set once, e.g. '
+          '{flag}=plain,fp16' % name)
+    seen.append(name)
+  return names
+
+
 def _adder(container):
   """`container.add_argument` whose `type` refusals name the flag."""
 
@@ -288,6 +349,11 @@ def build_parser():
            'strategy that runs on one machine)')
   add('--compare_towers', type=_int_list, default=[1, 2, 4],
       help='comma-separated tower counts for --compare (default: 1,2,4)')
+  add('--compare_options', type=_option_set_list, default=None,
+      help='comma-separated option sets for --compare, each plain, fp16, '
+           'fp16_auto, bpps<N> (--backward_passes_per_step=N) or relaxed, '
+           'several joined by +, e.g. plain,fp16,bpps4,relaxed (default: '
+           'the training options of the other flags)')
   _add_cluster_flags(p)
   return p
 
@@ -349,7 +415,8 @@ CLUSTER_ONLY_FLAGS = ('cross_replica_sync', 'op_timeout_secs',
                       'num_workers')
 # Flags a run on one machine reads and a cluster run would ignore.
 LOCAL_ONLY_FLAGS = ('trace_file', 'summary_dir', 'measure_traffic')
-COMPARE_FLAGS = ('compare_dir', 'compare_strategies', 'compare_towers')
+COMPARE_FLAGS = ('compare_dir', 'compare_strategies', 'compare_towers',
+                 'compare_options')
 # Output paths: (flag, kind).
 FILE_FLAGS = ('output', 'trace_file')
 DIRECTORY_FLAGS = ('train_dir', 'summary_dir', 'compare_dir')
@@ -501,6 +568,24 @@ def _check(args, typed, environ, command):
           '--launch_local_cluster --variable_update=%s)' % (
               _value(args, 'compare_strategies'), ', '.join(cluster_only),
               cluster_only[0]))
+    both = [f for f in OPTION_FLAGS if f in typed]
+    if args.compare_options and both:
+      raise UsageError(
+          '%s with %s: each option set of --compare_options says which '
+          'training options its runs have; drop %s and name the options in '
+          'the sets (e.g. --compare_options=plain,fp16,bpps4,relaxed)' % (
+              _value(args, both[0]), _value(args, 'compare_options'),
+              _flag_list(both)))
+    for flag, token in (('fp16_loss_scale', 'fp16'),
+                        ('fp16_inc_loss_scale_every_n', 'fp16_auto')):
+      if args.compare_options and flag in typed and not any(
+          t.startswith(token) and (token == 'fp16' or t == token)
+          for n in args.compare_options for t in option_set_tokens(n)):
+        raise UsageError(
+            '%s with %s: no option set has %s, so no run would use it; add '
+            'a set with %s to --compare_options or drop --%s' % (
+                _value(args, flag), _value(args, 'compare_options'), token,
+                token, flag))
   else:
     compare_flags = [f for f in COMPARE_FLAGS if f in typed]
     if compare_flags:
