@@ -2,6 +2,8 @@
 the manager's variable scope, is refused before the update graph is built,
 naming the variable and tf.get_variable; get_variable models pass."""
 
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -144,3 +146,17 @@ def test_check_variables_names_the_tower_and_the_variable(variable_kind):
   assert str(info.value).startswith(
       "tower 1's trainable variable v/b was not created with tf.get_variable")
   assert "tf.get_variable('b', ...)" in str(info.value)
+
+
+def test_a_tf_variable_staged_tower_is_refused_naming_it(variable_kind):
+  """Staged parameter_server lists a tower's variables itself (their staged
+  reads): a tf.Variable there has no staging area, and is named when the
+  tower asks for its variables."""
+  del variable_kind
+  with tf.Graph().as_default():
+    with pytest.raises(errors.TowerVariableError) as info:
+      _build('parameter_server', {'staged_vars': True}, _tf_variable)
+  message = str(info.value)
+  assert re.search(r"tower 0's trainable variable \S*tower_0/w was not "
+                   r'created with tf.get_variable', message), message
+  assert "tf.get_variable('w', ...)" in message

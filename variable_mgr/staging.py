@@ -40,6 +40,7 @@ variables without a gradient are taken by another update (see
 
 from variable_mgr import compat
 from variable_mgr import placement
+from variable_mgr import tower_variables
 from variable_mgr.compat import tf
 
 
@@ -199,6 +200,9 @@ def staged_trainable_variables(variable_mgr, device_num, writable, prefix):
   """Tower `device_num`'s trainable variables under `prefix`: the real
   variables if `writable`, else their staged reads on that tower."""
   params = [v for v in tf.trainable_variables() if v.name.startswith(prefix)]
+  # A tf.Variable of the tower has no staging area: name it, and the fix,
+  # rather than fail on the lookup below.
+  tower_variables.check_variables(device_num, params)
   if writable:
     return params
   staged = variable_mgr.staging_vars_on_devices[device_num]
