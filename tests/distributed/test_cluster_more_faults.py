@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -143,11 +144,29 @@ def test_tasks_exit_when_the_launcher_dies(launch):
 # -- Tasks started one by one --------------------------------------------------
 
 
-def _listening_socket():
-  """A socket of 127.0.0.1 that accepts connections and nothing else."""
+def _answering_socket():
+  """A socket of 127.0.0.1 that answers a probe as a server would (a
+  SETTINGS frame for every connection) and does nothing else: it runs no
+  TensorFlow."""
   sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
   sock.bind(('127.0.0.1', 0))
   sock.listen(16)
+
+  def serve():
+    while True:
+      try:
+        connection, _ = sock.accept()
+      except OSError:  # Closed.
+        return
+      try:
+        connection.sendall(b'\x00\x00\x00\x04\x00\x00\x00\x00\x00')
+      except OSError:
+        pass
+      connection.close()
+
+  thread = threading.Thread(target=serve, name='answering-socket')
+  thread.daemon = True
+  thread.start()
   return sock
 
 
@@ -254,7 +273,7 @@ def test_worker_gives_up_on_a_chief_that_never_initialises(tasks):
   """The chief's address answers but no chief runs there: worker 1,
   waiting for the variables, exits with status 1 once
   --startup_timeout_secs have passed, and says so."""
-  chief = _listening_socket()
+  chief = _answering_socket()
   try:
     chief_host = '127.0.0.1:%d' % chief.getsockname()[1]
     for _ in range(clusterlib.PORT_ATTEMPTS):

@@ -10,10 +10,11 @@ a checkpoint every 2 steps:
   --train_dir resumes from the last checkpoint, and its variables are
   NumPy's from that checkpoint's;
 * a task stopped (SIGSTOP) rather than killed: every task exits within the
-  deadline and the launcher names the stopped task (the tasks themselves
-  cannot: a stopped process's port still accepts connections, see
-  `test_survivors_name_a_stopped_task`); an asynchronous worker stopped
-  holds no one up: the other goes on, and so does it once continued;
+  deadline, the launcher names the stopped task and so do the survivors
+  (`test_survivors_name_a_stopped_task`: a stopped process's port still
+  accepts connections, but it answers no probe); an asynchronous worker
+  stopped holds no one up: the other goes on, and so does it once
+  continued;
 * a link slowed far below the others (500kbit against 200mbit): slower
   steps that still progress, no task declared dead, NumPy's variables.
 
@@ -173,11 +174,6 @@ def test_stopped_task_ends_the_cluster_within_the_deadline(
       summary[0]), cluster.output
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'liveness.py probes a task by a TCP connect, which a stopped process\'s '
-    'listening socket still accepts: the survivors time out "while every '
-    'other task still answers" and name no one. Needs a probe that the '
-    'task must answer itself (e.g. a short session call on the task).'))
 def test_survivors_name_a_stopped_task(network_host, launch, tmp_path):
   del network_host
   cluster = launch(_flags(['--variable_update', 'parameter_server'],

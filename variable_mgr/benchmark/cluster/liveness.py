@@ -1,4 +1,6 @@
-"""Which tasks of a cluster are alive: TCP probes of their addresses.
+"""Which tasks of a cluster are alive: probes of their addresses that only
+a running server answers (a stopped process's port still accepts TCP
+connections).
 
 A task that never answered is still starting until `--startup_timeout_secs`
 has passed; after that it is dead. A task that answered once and no longer
@@ -49,15 +51,38 @@ class TaskFailedError(RuntimeError):
     self.dead_tasks = list(dead_tasks)
 
 
-def reachable(address, timeout=CONNECT_TIMEOUT_SECS):
-  """Whether something accepts TCP connections at 'host:port'."""
+# A client's HTTP/2 connection preface and an empty SETTINGS frame: a gRPC
+# server (TensorFlow's speaks HTTP/2 in the clear) answers with a SETTINGS
+# frame of its own.
+HTTP2_PREFACE = (b'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n' +
+                 b'\x00\x00\x00\x04\x00\x00\x00\x00\x00')
+# How long a probe waits for that answer once connected: long enough for a
+# task on a loaded machine or behind a slow, full link.
+ANSWER_TIMEOUT_SECS = 3.0
+
+
+def reachable(address, timeout=CONNECT_TIMEOUT_SECS,
+              answer_timeout=ANSWER_TIMEOUT_SECS):
+  """Whether a running server answers at 'host:port'.
+
+  A TCP connection is not enough: the kernel completes the handshake of a
+  listening socket whose process is stopped (SIGSTOP) or hung, so the probe
+  also sends HTTP/2's connection preface and waits for the server's first
+  frame, which only a running process sends.
+  """
   host, port = task_spec.split_address(address)
   try:
     sock = socket.create_connection((host, port), timeout=timeout)
   except (OSError, socket.timeout):
     return False
-  sock.close()
-  return True
+  try:
+    sock.settimeout(answer_timeout)
+    sock.sendall(HTTP2_PREFACE)
+    return bool(sock.recv(9))
+  except (OSError, socket.timeout):
+    return False
+  finally:
+    sock.close()
 
 
 class Monitor(object):
