@@ -1,17 +1,20 @@
 """Packaging for variable_mgr.
 
 TensorFlow is not a hard requirement: install the build you want (1.15 on
-Python 3.7, or any 2.x), or take `pip install .[cpu]` for tensorflow-cpu.
+Python 3.7, or any 2.x), or take `pip install .[cpu]`: on Python 3.9 and
+later `tensorflow` with `tf_keras` (tf_keras depends on `tensorflow`, so
+taking tensorflow-cpu there would install TensorFlow twice; the
+`tensorflow` wheel runs on the CPU where no GPU is), before that
+tensorflow-cpu.
 
 Models written with tf.compat.v1.layers need Keras 2. TensorFlow 1.15 and
 2.x up to 2.15 bundle it; from 2.16 on it is the `tf_keras` package, whose
 version must match TensorFlow's (tf_keras 2.21 for TensorFlow 2.21), with
 TF_USE_LEGACY_KERAS=1 set before TensorFlow is imported. The `cpu` and
 `layers` extras add tf_keras on Python 3.9 and later only, so that 1.15
-(Python 3.7) and 2.x up to 2.13 (Python 3.8) installs do not pull it. The
-tf_keras package depends on `tensorflow`, so beside tensorflow-cpu it
-installs that too; `pip install --no-deps tf_keras==<TensorFlow's version>`
-avoids the second copy.
+(Python 3.7) and 2.x up to 2.13 (Python 3.8) installs do not pull it. Beside
+an installed tensorflow-cpu, `pip install --no-deps tf_keras==<TensorFlow's
+version>` avoids a second copy of TensorFlow.
 
 scikit-learn (the `data` and `tests` extras) provides the bundled digits
 data set (`--data_name=digits`) and the sample images the tests use.
@@ -32,7 +35,8 @@ setuptools.setup(
     python_requires='>=3.7',
     install_requires=['numpy'],
     extras_require={
-        'cpu': ['tensorflow-cpu', KERAS_2],
+        'cpu': ['tensorflow-cpu; python_version < "3.9"',
+                'tensorflow; python_version >= "3.9"', KERAS_2],
         'layers': [KERAS_2],
         'data': ['scikit-learn'],
         'tests': ['pytest', 'hypothesis', 'numpy', 'scikit-learn'],
