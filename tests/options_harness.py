@@ -22,30 +22,10 @@ LEARNING_RATE = 0.1
 BATCH = 6
 
 # name -> (create() arguments, host arguments, default combination)
-LOCAL_STRATEGIES = {
-    'independent': (dict(variable_update='independent'), {}, 'none'),
-    'ps_cpu': (dict(variable_update='parameter_server'), {}, 'mean'),
-    'ps_spread': (dict(variable_update='parameter_server'),
-                  dict(local_parameter_device='gpu'), 'mean'),
-    'staged_ps': (dict(variable_update='parameter_server', staged_vars=True),
-                  {}, 'mean'),
-    'replicated': (dict(variable_update='replicated'), {}, 'sum'),
-    'replicated_spread': (dict(variable_update='replicated'),
-                          dict(local_parameter_device='gpu'), 'sum'),
-    'replicated_xring2': (dict(variable_update='replicated',
-                               all_reduce_spec='xring#2'), {}, 'sum'),
-    'replicated_pscpu_rechd': (dict(variable_update='replicated',
-                                    all_reduce_spec='pscpu:32:rechd'), {},
-                               'sum'),
-    'replicated_hcopy_repacked': (dict(variable_update='replicated',
-                                       all_reduce_spec='hcopy',
-                                       gradient_repacking=2), {}, 'sum'),
-    'replicated_small_grads': (dict(variable_update='replicated',
-                                    agg_small_grads_max_bytes=64,
-                                    agg_small_grads_max_group=2), {}, 'sum'),
-    'replicated_collective': (dict(variable_update='replicated',
-                                   all_reduce_spec='collective'), {}, 'sum'),
-}
+LOCAL_STRATEGIES = dict(
+    seed_harness.LOCAL_STRATEGIES,
+    replicated_collective=(dict(variable_update='replicated',
+                                all_reduce_spec='collective'), {}, 'sum'))
 LOCAL_NAMES = sorted(LOCAL_STRATEGIES)
 
 

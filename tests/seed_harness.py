@@ -18,6 +18,31 @@ tf1 = tf.compat.v1
 
 IN, HIDDEN, OUT = 5, 4, 3
 LEARNING_RATE = 0.1
+# Every local strategy and the all-reduce variants the tests drive:
+# name -> (create() arguments, host arguments, how the towers combine).
+LOCAL_STRATEGIES = {
+    'independent': (dict(variable_update='independent'), {}, 'none'),
+    'ps_cpu': (dict(variable_update='parameter_server'), {}, 'mean'),
+    'ps_spread': (dict(variable_update='parameter_server'),
+                  dict(local_parameter_device='gpu'), 'mean'),
+    'staged_ps': (dict(variable_update='parameter_server', staged_vars=True),
+                  {}, 'mean'),
+    'replicated': (dict(variable_update='replicated'), {}, 'sum'),
+    'replicated_spread': (dict(variable_update='replicated'),
+                          dict(local_parameter_device='gpu'), 'sum'),
+    'replicated_xring2': (dict(variable_update='replicated',
+                               all_reduce_spec='xring#2'), {}, 'sum'),
+    'replicated_pscpu_rechd': (dict(variable_update='replicated',
+                                    all_reduce_spec='pscpu:32:rechd'), {},
+                               'sum'),
+    'replicated_hcopy_repacked': (dict(variable_update='replicated',
+                                       all_reduce_spec='hcopy',
+                                       gradient_repacking=2), {}, 'sum'),
+    'replicated_small_grads': (dict(variable_update='replicated',
+                                    agg_small_grads_max_bytes=64,
+                                    agg_small_grads_max_group=2), {}, 'sum'),
+}
+
 VARIABLES = ('w1', 'b1', 'w2', 'b2')
 
 

@@ -16,29 +16,7 @@ STEPS = 3
 TOLERANCE = {np.float32: dict(rtol=2e-5, atol=2e-6),
              np.float64: dict(rtol=1e-12, atol=1e-13)}
 
-# name -> (create() arguments, host arguments, how the towers combine)
-STRATEGIES = {
-    'independent': (dict(variable_update='independent'), {}, 'none'),
-    'ps_cpu': (dict(variable_update='parameter_server'), {}, 'mean'),
-    'ps_spread': (dict(variable_update='parameter_server'),
-                  dict(local_parameter_device='gpu'), 'mean'),
-    'staged_ps': (dict(variable_update='parameter_server', staged_vars=True),
-                  {}, 'mean'),
-    'replicated': (dict(variable_update='replicated'), {}, 'sum'),
-    'replicated_spread': (dict(variable_update='replicated'),
-                          dict(local_parameter_device='gpu'), 'sum'),
-    'replicated_xring2': (dict(variable_update='replicated',
-                               all_reduce_spec='xring#2'), {}, 'sum'),
-    'replicated_pscpu_rechd': (dict(variable_update='replicated',
-                                    all_reduce_spec='pscpu:32:rechd'), {},
-                               'sum'),
-    'replicated_hcopy_repacked': (dict(variable_update='replicated',
-                                       all_reduce_spec='hcopy',
-                                       gradient_repacking=2), {}, 'sum'),
-    'replicated_small_grads': (dict(variable_update='replicated',
-                                    agg_small_grads_max_bytes=64,
-                                    agg_small_grads_max_group=2), {}, 'sum'),
-}
+STRATEGIES = seed_harness.LOCAL_STRATEGIES
 
 
 def make_batches(num_towers, dtype, seed=0):
