@@ -290,6 +290,43 @@ MUTATIONS = [
          new='  if False:\n',
          tests=['tests/test_staging.py::test_areas_hold_one_item_after_every_'
                 'step']),
+    # -- Towers' variables, probes, staged overlap, checkpoints, relaxed ----
+    dict(name='tower-variable-check-dropped',
+         path='variable_mgr/base.py',
+         old='    tower_variables.check_tower_variables(towers)\n',
+         new='',
+         tests=['tests/test_tower_variables.py::'
+                'test_a_tf_variable_tower_is_refused_naming_it']),
+    dict(name='staged-tower-variable-check-dropped',
+         path='variable_mgr/staging.py',
+         old='  tower_variables.check_variables(device_num, params)\n',
+         new='',
+         tests=['tests/test_tower_variables.py::'
+                'test_a_tf_variable_staged_tower_is_refused_naming_it']),
+    dict(name='probe-tcp-connect-only',
+         path='variable_mgr/benchmark/cluster/liveness.py',
+         old='    return bool(sock.recv(9))\n',
+         new='    return True\n',
+         tests=['tests/distributed/test_cluster_faults.py::'
+                'test_stopped_worker_is_named_by_every_survivor']),
+    dict(name='staged-barrier-wait-on-the-worker',
+         path='variable_mgr/benchmark/cluster/worker_graph.py',
+         old='    with tf.colocate_with(v), tf.control_dependencies([op]):\n',
+         new='    with tf.control_dependencies([op]):\n',
+         tests=['tests/distributed/test_staged_overlap.py::'
+                'test_push_waits_for_nothing_from_the_ps']),
+    dict(name='relaxed-deferred-read-unordered',
+         path='variable_mgr/accumulation.py',
+         old='ORDER_DEFERRED_READS = True\n',
+         new='ORDER_DEFERRED_READS = False\n',
+         tests=['tests/test_relaxed_consistency.py::'
+                'test_a_late_read_of_the_deferred_gradient_is_ordered']),
+    dict(name='chief-restores-dangling-checkpoint-late',
+         path='variable_mgr/benchmark/cluster/worker_task.py',
+         old='    checkpoint.latest_checkpoint(config.train_dir)\n',
+         new='    pass\n',
+         tests=['tests/benchmark/test_rough_edges.py::'
+                'test_a_chief_with_a_dangling_checkpoint_starts_nothing']),
 ]
 
 
