@@ -82,28 +82,32 @@ def test_asynchronous_parameter_server_learns(launch, tmp_path):
   assert 'asynchronous' in cluster.output
 
 
-def test_ctrl_c_stops_every_task(launch):
+def _signal_the_launcher(launch, strategy, num_workers, sig):
+  """Sends `sig` to the launcher mid-run; returns the cluster and the
+  launcher's exit status, once every task is gone."""
   cluster = launch(clusterlib.BASE_FLAGS + [
-      '--variable_update', 'distributed_replicated', '--num_ps', '1',
-      '--num_workers', '2', '--num_batches', '100000',
+      '--variable_update', strategy, '--num_ps', '1',
+      '--num_workers', str(num_workers), '--num_batches', '100000',
       '--op_timeout_secs', str(OP_TIMEOUT)])
   cluster.wait_for_line(r'^\[worker:0\] 2\t', step=2)
-  os.kill(cluster.process.pid, signal.SIGINT)
-  assert cluster.finish(cluster.deadlines.stop) == 130, cluster.output
+  os.kill(cluster.process.pid, sig)
+  status = cluster.finish(cluster.deadlines.stop)
+  clusterlib.assert_all_gone(cluster)
+  return cluster, status
+
+
+def test_ctrl_c_stops_every_task(launch):
+  cluster, status = _signal_the_launcher(launch, 'distributed_replicated', 2,
+                                         signal.SIGINT)
+  assert status == 130, cluster.output
   assert ('launcher: interrupted (SIGINT, Ctrl-C): stopping every task'
           in cluster.output)
-  clusterlib.assert_all_gone(cluster)
 
 
 def test_sigterm_stops_every_task_and_says_terminated(launch):
-  cluster = launch(clusterlib.BASE_FLAGS + [
-      '--variable_update', 'parameter_server', '--num_ps', '1',
-      '--num_workers', '1', '--num_batches', '100000',
-      '--op_timeout_secs', str(OP_TIMEOUT)])
-  cluster.wait_for_line(r'^\[worker:0\] 2\t', step=2)
-  os.kill(cluster.process.pid, signal.SIGTERM)
-  assert cluster.finish(cluster.deadlines.stop) == 143, cluster.output
+  cluster, status = _signal_the_launcher(launch, 'parameter_server', 1,
+                                         signal.SIGTERM)
+  assert status == 143, cluster.output
   assert ('launcher: terminated (SIGTERM): stopping every task'
           in cluster.output)
   assert 'interrupted' not in cluster.output
-  clusterlib.assert_all_gone(cluster)
