@@ -47,18 +47,7 @@ CLUSTER_CHOICES = ('pass --variable_update=parameter_server, '
 def launch():
   """As tests/distributed's fixture: every launched cluster is killed and
   reaped when the test ends."""
-  started = []
-
-  def start(flags, env=None, module='variable_mgr.benchmark.distributed'):
-    cluster = clusterlib.Launch(flags, env, module=module)
-    started.append(cluster)
-    return cluster
-
-  try:
-    yield start
-  finally:
-    for cluster in started:
-      cluster.cleanup()
+  yield from clusterlib.launched_clusters()
 
 
 @pytest.fixture(autouse=True)

@@ -440,3 +440,22 @@ def assert_close(actual, expected, rtol=1e-4, atol=1e-5):
   for name in expected:
     np.testing.assert_allclose(actual[name], expected[name], rtol=rtol,
                                atol=atol, err_msg=name)
+
+
+def launched_clusters():
+  """The body of the `launch` fixtures: yields `start(flags, env=None,
+  module=...)`, which starts a local cluster (through `module`'s
+  --launch_local_cluster); every one is killed and reaped when the test
+  ends, passed or not, and its namespaces deleted."""
+  started = []
+
+  def start(flags, env=None, module='variable_mgr.benchmark.distributed'):
+    cluster = Launch(flags, env, module=module)
+    started.append(cluster)
+    return cluster
+
+  try:
+    yield start
+  finally:
+    for cluster in started:
+      cluster.cleanup()

@@ -57,16 +57,5 @@ def launch():
   """`launch(flags, env=None, module=...)` starts a local cluster (through
   `module`'s --launch_local_cluster); every one is killed and reaped when
   the test ends, passed or not, and its namespaces deleted."""
-  started = []
-
-  def start(flags, env=None, module='variable_mgr.benchmark.distributed'):
-    cluster = clusterlib.Launch(flags, env, module=module)
-    started.append(cluster)
-    return cluster
-
-  try:
-    yield start
-  finally:
-    for cluster in started:
-      cluster.cleanup()
+  yield from clusterlib.launched_clusters()
 
