@@ -197,6 +197,7 @@ def build_mirrored(workload, towers):
   tf = tf2.compat.v1
   from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
   from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark import optimizers  # pylint: disable=g-import-not-at-top
   from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
   model = models.get_model(workload)
   config = run_config.BenchmarkConfig(
@@ -210,7 +211,8 @@ def build_mirrored(workload, towers):
     with tf.device('/cpu:0'):
       global_step = tf.train.get_or_create_global_step()
     with strategy.scope():
-      optimizer = harness.make_optimizer(config)
+      optimizer = optimizers.make_optimizer(
+          config, global_step, config.batch_size * towers)
 
       def tower_fn():
         replica = tf.distribute.get_replica_context().replica_id_in_sync_group

@@ -32,6 +32,8 @@ import os
 import re
 import sys
 
+from variable_mgr.benchmark import flag_checks
+
 PROG = 'variable_mgr_benchmark'
 # The library's and the models' names, written out so that parsing imports
 # neither (tests check that they agree).
@@ -39,6 +41,7 @@ STRATEGY_NAMES = ('independent', 'parameter_server', 'replicated',
                   'distributed_replicated', 'collective_all_reduce')
 MODEL_NAMES = ('trivial', 'lenet', 'resnet20', 'resnet50', 'alexnet', 'vgg16',
                'inception3', 'resnet101', 'resnet152')
+DATA_NAMES = ('imagenet', 'cifar10', 'digits')
 
 
 class UsageError(Exception):
@@ -354,8 +357,58 @@ def build_parser():
            'fp16_auto, bpps<N> (--backward_passes_per_step=N) or relaxed, '
            'several joined by +, e.g. plain,fp16,bpps4,relaxed (default: '
            'the training options of the other flags)')
+  _add_data_flags(p)
   _add_cluster_flags(p)
   return p
+
+
+def _add_data_flags(parser):
+  """Input, evaluation, session and checkpoint flags, under
+  tf_cnn_benchmarks' names."""
+  add = _adder(parser)
+  add('--data_name', default=None, choices=DATA_NAMES,
+      help='real data to train on: imagenet or cifar10 (files in '
+           '--data_dir) or digits (scikit-learn\'s bundled 8x8 digits, no '
+           'download) (default: synthetic data)')
+  add('--data_dir', default=None,
+      help='the directory of --data_name\'s files')
+  add('--data_format', default='NHWC', choices=('NHWC', 'NCHW'),
+      help='the images\' layout (default: %(default)s)')
+  add('--distortions', type=parse_bool, nargs='?', const=True,
+      default=False,
+      help='distort the training images (crops, flips, colour) as '
+           'tf_cnn_benchmarks does')
+  add('--eval', type=parse_bool, nargs='?', const=True, default=False,
+      help='evaluate the latest checkpoint of --train_dir on the eval split '
+           'instead of training; prints top-1 and top-5 accuracy')
+  add('--num_eval_batches', type=int_at_least(1), default=None,
+      help='--eval: batches to evaluate (default: the whole eval split)')
+  add('--eval_during_training_every_n_steps', type=int_at_least(1),
+      default=None,
+      help='evaluate the training variables every this many steps')
+  add('--forward_only', type=parse_bool, nargs='?', const=True,
+      default=False,
+      help='run the forward pass only: no gradients, no updates')
+  add('--print_training_accuracy', type=parse_bool, nargs='?', const=True,
+      default=False,
+      help='add the batch\'s top-1 and top-5 accuracy to the step lines')
+  add('--num_intra_threads', type=int_at_least(0), default=None,
+      help='threads of one op (default: TensorFlow\'s)')
+  add('--num_inter_threads', type=int_at_least(0), default=0,
+      help='ops run at once (0: TensorFlow\'s choice) (default: '
+           '%(default)s)')
+  add('--save_model_secs', type=int_at_least(0), default=0,
+      help='also save a checkpoint into --train_dir every this many '
+           'seconds (0: off) (default: %(default)s)')
+  add('--max_ckpts_to_keep', type=int_at_least(1), default=5,
+      help='checkpoints kept in --train_dir (default: %(default)s)')
+  add('--save_summaries_steps', type=int_at_least(0), default=0,
+      help='write summaries into --summary_dir every this many steps (0: '
+           'every step) (default: %(default)s)')
+  add('--summary_verbosity', type=int_at_least(0), default=0,
+      help='0: the loss only; 1: and the learning rate; 2: and every '
+           'gradient\'s norm; 3: and histograms of the variables '
+           '(default: %(default)s)')
 
 
 def _add_cluster_flags(parser):
@@ -631,6 +684,8 @@ def _check(args, typed, environ, command):
           '%s: applies to cluster runs only (--launch_local_cluster, '
           '--job_name or TF_CONFIG); drop %s or add --launch_local_cluster' %
           (_value(args, ignored[0]), _flag_list(ignored)))
+
+  flag_checks.check(args, typed, cluster)
 
   # The paths this run writes, checked before anything is built.
   if args.compare:

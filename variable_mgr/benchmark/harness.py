@@ -30,6 +30,7 @@ import tensorflow as _tf
 
 from variable_mgr import errors
 from variable_mgr.benchmark import models
+from variable_mgr.benchmark import optimizers
 
 tf = _tf.compat.v1
 
@@ -52,12 +53,6 @@ def synthetic_inputs(model, batch_size, seed, tower):
   labels = tf.minimum(tf.cast(uniform * model.num_classes, tf.int32),
                       model.num_classes - 1)
   return images, labels
-
-
-def make_optimizer(config):
-  if config.optimizer == 'momentum':
-    return tf.train.MomentumOptimizer(config.learning_rate, config.momentum)
-  return tf.train.GradientDescentOptimizer(config.learning_rate)
 
 
 def create_manager(config, host):
@@ -183,7 +178,8 @@ def build_training_graph(config, host):
         config, host, mgr, model)
 
     apply_devices, state = mgr.preprocess_device_grads(device_grads)
-    optimizer = make_optimizer(config)
+    optimizer = optimizers.make_optimizer(
+        config, global_step, config.batch_size * host.num_gpus)
     training_ops = []
     for i, device in enumerate(apply_devices):
       with tf.device(device):

@@ -44,6 +44,21 @@ CONFIG_FIELDS = collections.OrderedDict([
     ('summary_dir', None),
     ('trace_file', None),
     ('variable_partition_min_bytes', 0),
+    ('data_name', None),
+    ('data_dir', None),
+    ('data_format', 'NHWC'),
+    ('distortions', False),
+    ('eval', False),
+    ('num_eval_batches', None),
+    ('eval_during_training_every_n_steps', None),
+    ('forward_only', False),
+    ('print_training_accuracy', False),
+    ('num_intra_threads', None),
+    ('num_inter_threads', 0),
+    ('save_model_secs', 0),
+    ('max_ckpts_to_keep', 5),
+    ('save_summaries_steps', 0),
+    ('summary_verbosity', 0),
 ])
 
 

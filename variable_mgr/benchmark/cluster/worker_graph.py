@@ -10,6 +10,7 @@ import collections
 
 from variable_mgr.benchmark import harness
 from variable_mgr.benchmark import models
+from variable_mgr.benchmark import optimizers
 from variable_mgr.compat import tf
 
 PS_DEVICE = '/job:ps/replica:0/task:%d/cpu:0'
@@ -97,7 +98,8 @@ def build_worker_graph(config, host, spec, sync):
       # reads them for this step's gradients (or staged puts).
       gradients_ready = host.add_sync_queues_and_barrier(
           'gradients_ready_', [tf.group(*state.variable_reads), average_loss])
-    optimizer = harness.make_optimizer(config)
+    optimizer = optimizers.make_optimizer(
+        config, global_step, config.batch_size * host.num_gpus * num_workers)
     training_ops = []
     for i, device in enumerate(apply_devices):
       with tf.device(device):
