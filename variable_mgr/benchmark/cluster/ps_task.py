@@ -30,7 +30,7 @@ def run_ps(spec, options, log=print):
     TaskFailedError: a worker or another PS task died first.
   """
   monitor = liveness.Monitor(spec, options.startup_timeout_secs)
-  server = servers.start_server(tf, spec, 1)
+  server = servers.start_server(tf, spec, 1, options)
   log('%s serving at %s' % (spec.name, spec.address))
   graph = tf.Graph()
   with graph.as_default():

@@ -4,6 +4,11 @@ Every server and session config of the cluster names worker 0 as the
 collective group leader, through which collective ops
 (collective_all_reduce) find their group. Sessions see only this task and
 the PS tasks, and carry the task's deadline (`--op_timeout_secs`).
+
+`--num_intra_threads` and `--num_inter_threads` go into both: a server's
+config sizes the thread pools its devices run the steps' ops on (a task's
+graph runs there, not in the client session), and the session's config
+carries them for the master (0 and None: TensorFlow's choice).
 """
 
 
@@ -12,22 +17,40 @@ def _group_leader(config):
   return collective_all_reduce.set_collective_group_leader(config)
 
 
+def _threads(config, options):
+  """`config` with the --num_intra_threads/--num_inter_threads of
+  `options` (the parsed flags; either may be missing)."""
+  intra = getattr(options, 'num_intra_threads', None)
+  inter = getattr(options, 'num_inter_threads', None)
+  if intra:
+    config.intra_op_parallelism_threads = intra
+  if inter:
+    config.inter_op_parallelism_threads = inter
+  return config
+
+
 def session_config(tf, spec, options, num_cpus):
   """The ConfigProto of a session of task `spec` with `num_cpus` CPUs."""
   if spec.job_name == 'ps':
     filters = ['/job:ps/replica:0/task:%d' % spec.task_index]
   else:
     filters = ['/job:ps', '/job:worker/replica:0/task:%d' % spec.task_index]
-  return _group_leader(tf.ConfigProto(
+  return _group_leader(_threads(tf.ConfigProto(
       device_count={'CPU': num_cpus}, device_filters=filters,
       operation_timeout_in_ms=int(options.op_timeout_secs * 1000),
-      allow_soft_placement=False))
+      allow_soft_placement=False), options))
 
 
-def start_server(tf, spec, num_cpus):
-  """Starts the gRPC server of task `spec`; returns it."""
+def server_config(tf, options, num_cpus):
+  """The ConfigProto of a task's server with `num_cpus` CPUs."""
+  return _group_leader(_threads(tf.ConfigProto(
+      device_count={'CPU': num_cpus}), options))
+
+
+def start_server(tf, spec, num_cpus, options=None):
+  """Starts the gRPC server of task `spec` (with the thread counts of
+  `options`, the parsed flags); returns it."""
   return tf.train.Server(
       tf.train.ClusterSpec(spec.cluster_dict()), job_name=spec.job_name,
       task_index=spec.task_index,
-      config=_group_leader(tf.ConfigProto(device_count={'CPU': num_cpus})),
-      start=True)
+      config=server_config(tf, options, num_cpus), start=True)

@@ -102,7 +102,7 @@ def run_worker(spec, config, options, log=print):
 
   monitor = liveness.Monitor(spec, options.startup_timeout_secs)
   num_cpus = config.num_gpus if config.device == 'cpu' else 1
-  server = servers.start_server(tf, spec, num_cpus)
+  server = servers.start_server(tf, spec, num_cpus, options)
   monitor.wait_for(monitor.others(('ps',)),
                    monitor.started + options.startup_timeout_secs)
   sess = tf.Session(server.target, graph=g.graph,
