@@ -39,13 +39,13 @@ class DeadlineCaller(object):
     watchdog.daemon = True
     watchdog.start()
 
-  def __call__(self, fetches, what, timeout_secs=None):
+  def __call__(self, fetches, what, timeout_secs=None, feed=None):
     timeout = self.timeout_secs if timeout_secs is None else timeout_secs
     options = self.tf.RunOptions(timeout_in_ms=int(timeout * 1000))
     self._pending = (time.time() + timeout + WATCHDOG_MARGIN_SECS, what,
                      timeout)
     try:
-      return self.sess.run(fetches, options=options)
+      return self.sess.run(fetches, feed_dict=feed, options=options)
     except self.tf.errors.OpError as e:
       raise self.explain(e, what, timeout)
     finally:

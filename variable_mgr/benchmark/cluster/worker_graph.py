@@ -20,7 +20,16 @@ WorkerGraph = collections.namedtuple('WorkerGraph', [
     'graph', 'mgr', 'train_op', 'loss', 'global_step', 'global_init_op',
     'local_init_op', 'post_init_op', 'staging_put_op', 'start_op',
     'saver', 'saved_op', 'ready_enqueue', 'ready_dequeue', 'started_op',
-    'done_op', 'done_sizes'])
+    'done_op', 'done_sizes', 'restorer', 'snapshot_step', 'save_request',
+    'save_step'])
+WorkerGraph.__doc__ = (
+    'A worker\'s graph. Besides the names of `build_worker_graph`: '
+    '`saver` (the chief with --train_dir) saves `global_step` from the '
+    'snapshot that `snapshot_step` takes and returns, `restorer` restores '
+    'into the global step itself; `save_request` (the chief\'s feed) and '
+    '`save_step` (every worker\'s fetch) carry the chief\'s time-based '
+    'save decisions (`--save_model_secs` with synchronous barriers), else '
+    'None.')
 
 
 def worker_queues(ps_index, num_workers, kind):
@@ -85,9 +94,11 @@ def build_worker_graph(config, host, spec, sync):
     mgr = harness.create_manager(config, host)
     with tf.device(PS_DEVICE % 0):
       global_step = tf.train.get_or_create_global_step()
-    # Every tower of the cluster gets data of its own.
+    # Every tower of the cluster gets data of its own (real data: the
+    # worker's own share of the data set).
     device_grads, losses, update_ops, staging_puts = harness.build_towers(
-        config, host, mgr, model, first_input=spec.task_index * host.num_gpus)
+        config, host, mgr, model, first_input=spec.task_index * host.num_gpus,
+        shard=(spec.task_index, num_workers))[:4]
 
     apply_devices, state = mgr.preprocess_device_grads(device_grads)
     with tf.device(host.cpu_device):
@@ -112,11 +123,44 @@ def build_worker_graph(config, host, spec, sync):
     if not sync or spec.is_chief:
       with tf.device(PS_DEVICE % 0), tf.control_dependencies(step_ops):
         step_ops = [global_step.assign_add(1).op]
+    save_request = save_step = save_step_var = None
+    if barriers and config.save_model_secs:
+      # --save_model_secs under synchronous barriers: the chief decides by
+      # its clock, before a step, to save after it, and writes that step's
+      # number here within the step, before its step-end barrier token;
+      # every worker reads it after the barrier, so every worker agrees on
+      # which steps are followed by a save and its checkpoint barrier. (A
+      # worker that reads late may see a later step's number, never a
+      # number it has passed: after a step it chose, the chief waits at the
+      # checkpoint barrier before it can write the next.)
+      with tf.device(PS_DEVICE % 0):
+        save_step_var = tf.Variable(
+            tf.constant(-1, tf.int64), trainable=False,
+            collections=[tf.GraphKeys.LOCAL_VARIABLES], name='save_step')
+        if spec.is_chief:
+          save_request = tf.placeholder(tf.int64, [], name='save_request')
+          step_ops = step_ops + [save_step_var.assign(save_request).op]
     with tf.device(host.cpu_device):
       if barriers:
         train_op = host.add_sync_queues_and_barrier('step_end_', step_ops)
       else:
         train_op = tf.group(*step_ops, name='train_op')
+    if save_step_var is not None:
+      with tf.device(PS_DEVICE % 0), tf.control_dependencies([train_op]):
+        save_step = save_step_var.read_value()
+    with tf.device(host.cpu_device):
+      snapshot = snapshot_step = to_restore = None
+      if spec.is_chief and config.train_dir:
+        to_restore = dict(mgr.get_variables_to_save())
+        if not any(v is global_step for v in to_restore.values()):
+          to_restore['global_step'] = global_step
+        snapshot = tf.Variable(
+            tf.zeros([], global_step.dtype.base_dtype), trainable=False,
+            collections=[tf.GraphKeys.LOCAL_VARIABLES],
+            name='saved_global_step')
+        with tf.control_dependencies([snapshot.assign(global_step,
+                                                      read_value=False)]):
+          snapshot_step = snapshot.read_value()
       global_vars = tf.global_variables()
       global_init_op = tf.variables_initializer(global_vars)
       # Global variables on this worker's own task (collective_all_reduce's
@@ -137,12 +181,18 @@ def build_worker_graph(config, host, spec, sync):
         start_op = host.add_sync_queues_and_barrier(
             'training_start_', [op for op in (post_init_op, staging_put_op)
                                 if op is not None] or [tf.no_op()])
-      saver = None
-      if spec.is_chief and config.train_dir:
-        to_save = dict(mgr.get_variables_to_save())
-        if not any(v is global_step for v in to_save.values()):
-          to_save['global_step'] = global_step
-        saver = tf.train.Saver(to_save, max_to_keep=3)
+      saver = restorer = None
+      if snapshot is not None:
+        # The saved global step is the snapshot, taken by `snapshot_step`
+        # in the call that also returns it for the checkpoint's name:
+        # asynchronous workers move the global step itself while the chief
+        # saves, and a name read in another call could be a step behind
+        # the value in the file.
+        saver = tf.train.Saver(dict(
+            (name, snapshot if v is global_step else v)
+            for name, v in to_restore.items()),
+                               max_to_keep=config.max_ckpts_to_keep)
+        restorer = tf.train.Saver(to_restore)
       saved_op = None
       if barriers:
         # After a periodic save: no worker's next update may reach a shared
@@ -177,7 +227,8 @@ def build_worker_graph(config, host, spec, sync):
                      staging_put_op, start_op, saver, saved_op,
                      ready_enqueue,
                      ready_dequeue, signals['started'], signals['done'],
-                     done_sizes)
+                     done_sizes, restorer, snapshot_step, save_request,
+                     save_step)
 
 
 def _on_task(var, job, task):

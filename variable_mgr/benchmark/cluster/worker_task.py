@@ -28,12 +28,16 @@ until every worker has done so.
   global step counts every worker's updates, and the worker probes the
   other workers between steps.
 
-The chief saves a checkpoint every `--save_model_steps` steps (when not 0)
-and at the end into `--train_dir`, with the global step; a rerun restores
-the latest one. With synchronous steps every worker then waits at a barrier
-until the chief has saved, so a periodic checkpoint holds exactly the
-variables of its step (`--save_model_steps` must be the same on every
-worker).
+The chief saves a checkpoint every `--save_model_steps` steps and every
+`--save_model_secs` seconds (when not 0) and at the end into `--train_dir`,
+keeping the last `--max_ckpts_to_keep`; a rerun restores the latest one. A
+checkpoint `model.ckpt-N` holds global step N (under asynchronous steps its
+other variables may hold updates that came while it was written). With
+synchronous steps every worker then waits at a barrier until the chief has
+saved, so a periodic checkpoint holds exactly the variables of its step:
+the chief's time-based decisions travel to the others within the step (see
+`SaveSchedule`), and `--save_model_steps` and `--save_model_secs` must be the
+same on every worker.
 """
 
 import collections
@@ -131,7 +135,7 @@ def run_worker(spec, config, options, log=print):
         restored_from = checkpoint.latest_checkpoint(config.train_dir)
         if restored_from:
           try:
-            g.saver.restore(sess, restored_from)
+            g.restorer.restore(sess, restored_from)
           except tf.errors.OpError as e:
             raise call.explain(e, 'restoring %s' % restored_from,
                                options.op_timeout_secs)
@@ -161,9 +165,11 @@ def run_worker(spec, config, options, log=print):
     global_batch = config.batch_size * host.num_gpus
     last_probe = time.time()
     started_all = False
+    schedule = SaveSchedule(options.save_model_steps, config.save_model_secs)
     if config.num_warmup_batches:
       log('Running warm up')
     for step in range(-config.num_warmup_batches, config.num_batches):
+      run_step = step + config.num_warmup_batches + 1
       if step == 0:
         if config.num_warmup_batches:
           log('Done warm up')
@@ -175,9 +181,15 @@ def run_worker(spec, config, options, log=print):
         if dead:
           raise monitor.failure(dead, 'it never said it finished')
         last_probe = time.time()
+      step_fetches = fetches
+      if g.save_step is not None:
+        # The chief's decision for this step, as every worker reads it.
+        step_fetches = dict(fetches, save_step=g.save_step)
+      feed = None
+      if g.save_request is not None:
+        feed = {g.save_request: schedule.request(run_step)}
       step_start = time.time()
-      out = call(fetches, 'running step %d' % (
-          step + config.num_warmup_batches + 1))
+      out = call(step_fetches, 'running step %d' % run_step, feed=feed)
       elapsed = time.time() - step_start
       if sync and not started_all:
         # A synchronous step passed every worker's barrier: all tasks are up,
@@ -185,16 +197,15 @@ def run_worker(spec, config, options, log=print):
         monitor.seen.update(task_spec.task_name(job, i)
                             for job, i, _ in spec.all_tasks())
         started_all = True
-      if (options.save_model_steps and
-          (step + config.num_warmup_batches + 1) %
-          options.save_model_steps == 0):
+      if schedule.due(run_step, out.get('save_step')):
         if g.saver is not None and config.train_dir:
           _save(call, g, sess, config.train_dir, log)
+        schedule.saved()
         if g.saved_op is not None:
           # Every worker, the chief once it has saved: the checkpoint holds
           # this step's variables and nothing of the next.
-          call(g.saved_op, 'waiting for the checkpoint of step %d' % (
-              step + config.num_warmup_batches + 1))
+          call(g.saved_op, 'waiting for the checkpoint of step %d' %
+               run_step)
       if step < 0:
         continue
       output.record_step(step, elapsed, out['loss'], step_times, losses,
@@ -222,9 +233,61 @@ def run_worker(spec, config, options, log=print):
   ])
 
 
+class SaveSchedule(object):
+  """After which steps of a run (1-based, warm-up included) the chief saves
+  and, with synchronous barriers, every worker waits for the checkpoint.
+
+  `--save_model_steps` N: after every N-th step, on every worker alike.
+  `--save_model_secs` S: after the first step that starts S seconds or
+  more after the last save (or the start). The chief's clock decides: with
+  synchronous barriers it feeds `request(step)` into the step and every
+  worker gets the decision back (`save_step`, see `worker_graph`); without
+  barriers (asynchronous steps, one worker) no other worker waits for a
+  save, and the chief's own clock is enough.
+
+  Args:
+    every_steps, every_secs: the flags (0: off).
+    clock: returns seconds (default time.time).
+  """
+
+  def __init__(self, every_steps, every_secs, clock=time.time):
+    self.every_steps = every_steps
+    self.every_secs = every_secs
+    self.clock = clock
+    self.last_save = clock()
+    self.requested = -1
+
+  def request(self, step):
+    """The chief's decision before `step`: `step` if the time has come to
+    save after it, else the last step it chose (-1: none yet)."""
+    if self.every_secs and self.clock() - self.last_save >= self.every_secs:
+      self.requested = step
+    return self.requested
+
+  def due(self, step, save_step=None):
+    """Whether a save follows `step`; `save_step`: the chief's decision as
+    the step returned it (None: no decision travels, the chief decides
+    alone)."""
+    if self.every_steps and step % self.every_steps == 0:
+      return True
+    if not self.every_secs:
+      return False
+    if save_step is not None:
+      return int(save_step) == step
+    return self.request(step) == step
+
+  def saved(self):
+    """The chief saved: the next time-based save counts from now."""
+    self.last_save = self.clock()
+
+
 def _save(call, g, sess, train_dir, log):
+  """Saves a checkpoint named after the global step it holds: the
+  snapshot of the global step is taken and returned by one call, and the
+  Saver writes that snapshot (under asynchronous steps the other workers
+  move the global step itself meanwhile)."""
   os.makedirs(train_dir, exist_ok=True)
-  step = int(call(g.global_step, 'reading the global step'))
+  step = int(call(g.snapshot_step, 'reading the global step'))
   path = g.saver.save(sess, os.path.join(train_dir, 'model.ckpt'),
                       global_step=step)
   log('Saved %s' % path)

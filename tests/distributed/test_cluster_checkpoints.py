@@ -1,0 +1,163 @@
+"""The chief's checkpoints in a cluster: --max_ckpts_to_keep,
+--save_model_secs under synchronous barriers, and asynchronous checkpoints
+named after the global step they hold.
+
+Loopback clusters of 1 PS + 2 workers of the trivial model (see
+clusterlib); the NumPy reference replays the fixed synthetic batches.
+"""
+
+import os
+
+import pytest
+import tensorflow as _tf
+
+import clusterlib
+from variable_mgr.benchmark.cluster import worker_task
+
+tf = _tf.compat.v1
+
+
+def _checkpoints(train_dir):
+  """{step in the file name: (variables, global step in the file)} of
+  every checkpoint in `train_dir`."""
+  result = {}
+  for name in os.listdir(train_dir):
+    if name.startswith('model.ckpt-') and name.endswith('.index'):
+      reader = tf.train.load_checkpoint(os.path.join(train_dir, name[:-6]))
+      values = dict((n, reader.get_tensor(n))
+                    for n in reader.get_variable_to_shape_map())
+      step = int(values.pop('global_step'))
+      result[int(name[len('model.ckpt-'):-len('.index')])] = (values, step)
+  return result
+
+
+def _flags(train_dir, num_batches, *more):
+  return clusterlib.BASE_FLAGS + [
+      '--num_ps', '1', '--num_workers', '2', '--variable_update',
+      'parameter_server', '--train_dir', train_dir, '--num_batches',
+      str(num_batches), '--display_every', '100', '--op_timeout_secs',
+      '30'] + list(more)
+
+
+def test_asynchronous_checkpoints_hold_the_step_they_are_named_after(
+    launch, tmp_path):
+  """Asynchronous parameter_server, the chief saving after each of its
+  steps while worker:1 goes on updating: every model.ckpt-N holds global
+  step N (the name and the saved step come from one snapshot), and the
+  last one holds every update of both workers."""
+  train_dir = str(tmp_path / 'train')
+  steps = 40
+  cluster = launch(_flags(train_dir, steps, '--cross_replica_sync=false',
+                          '--save_model_steps', '1',
+                          '--max_ckpts_to_keep', '1000'))
+  assert cluster.finish() == 0, cluster.output
+  clusterlib.assert_all_gone(cluster)
+  saved = _checkpoints(train_dir)
+  assert len(saved) == steps + 1 or len(saved) == steps, sorted(saved)
+  mismatched = dict((name, step) for name, (_, step) in saved.items()
+                    if name != step)
+  assert not mismatched, mismatched
+  # The chief saves last after its own last step; worker:1 may still run.
+  assert steps <= max(saved) <= 2 * steps, sorted(saved)
+
+
+def test_time_based_saves_agree_across_workers_and_keep_the_last_n(
+    launch, tmp_path):
+  """Synchronous parameter_server with --save_model_secs 1 over a few
+  seconds of steps: the chief saves after the steps its clock picks, every
+  worker waits for those checkpoints (else the run could not end, or a
+  checkpoint would hold a later step's updates), and with
+  --max_ckpts_to_keep 2 the last two of the saves are kept (besides the
+  initial checkpoint, which another Saver wrote): each holds NumPy's
+  variables after its step."""
+  train_dir = str(tmp_path / 'train')
+  initial = clusterlib.initial_values(seed=11)
+  clusterlib.write_checkpoint(train_dir, initial, 0)
+  steps = 300
+  cluster = launch(_flags(train_dir, steps, '--save_model_secs', '1',
+                          '--max_ckpts_to_keep', '2'))
+  assert cluster.finish() == 0, cluster.output
+  clusterlib.assert_all_gone(cluster)
+  saved_lines = [l for l in cluster.lines if l.startswith('[worker:0] Saved')]
+  names = [int(l.rsplit('-', 1)[1]) for l in saved_lines]
+  # At least one time-based save before the final one (at step 300).
+  assert len(names) >= 2 and names[-1] == steps, cluster.output
+  assert names == sorted(set(names)), names
+  assert not any(l.startswith('[worker:1] Saved') for l in cluster.lines)
+  saved = _checkpoints(train_dir)
+  assert sorted(saved) == [0] + names[-2:], (sorted(saved), names)
+  state = tf.train.get_checkpoint_state(train_dir)
+  assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == [
+      'model.ckpt-%d' % n for n in names[-2:]]
+  for name in names[-2:]:
+    values, step = saved[name]
+    assert step == name
+    clusterlib.assert_close(values, clusterlib.reference(initial, 2, step))
+
+
+class _Clock(object):
+
+  def __init__(self):
+    self.now = 100.0
+
+  def __call__(self):
+    return self.now
+
+
+def test_save_schedule_by_steps_and_by_time():
+  """The chief's decisions of `SaveSchedule`, against a clock the test
+  sets: by steps every N-th step; by time the first step that starts S
+  seconds after the last save, and the decision of a step as every worker
+  reads it back decides for them."""
+  clock = _Clock()
+  schedule = worker_task.SaveSchedule(3, 0, clock)
+  assert [s for s in range(1, 10) if schedule.due(s)] == [3, 6, 9]
+  schedule = worker_task.SaveSchedule(0, 10, clock)
+  assert schedule.request(1) == -1
+  clock.now += 9.5
+  assert schedule.request(2) == -1 and not schedule.due(2, -1)
+  clock.now += 0.5
+  # The chief asks to save after step 3; a worker reading it saves there.
+  assert schedule.request(3) == 3
+  assert schedule.due(3, 3)
+  schedule.saved()
+  clock.now += 5
+  # The last decision stays until the next one: no save after step 4.
+  assert schedule.request(4) == 3 and not schedule.due(4, 3)
+  # A worker that reads a later step's decision does not save now.
+  assert not schedule.due(4, 5)
+  clock.now += 5
+  assert schedule.request(5) == 5
+  # Without a decision travelling (no barriers), the chief's clock alone.
+  alone = worker_task.SaveSchedule(0, 10, clock)
+  assert not alone.due(1)
+  clock.now += 10
+  assert alone.due(2)
+  alone.saved()
+  assert not alone.due(3)
+  assert not worker_task.SaveSchedule(0, 0, clock).due(1, None)
+
+
+@pytest.mark.parametrize('flags,intra,inter', [
+    ([], 0, 0),
+    (['--num_intra_threads', '3', '--num_inter_threads', '2'], 3, 2),
+])
+def test_thread_flags_reach_every_server_and_session_config(flags, intra,
+                                                            inter):
+  """--num_intra_threads/--num_inter_threads in the ConfigProto of a
+  task's server (whose pools run the steps) and of its sessions, for a PS
+  and a worker alike; unset, TensorFlow's choice (0)."""
+  from variable_mgr.benchmark import flags as flags_lib  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.cluster import servers  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.cluster import task_spec  # pylint: disable=g-import-not-at-top
+  for job in ('ps', 'worker'):
+    args = flags_lib.parse_task_args(
+        ['--job_name', job, '--task_index', '0', '--ps_hosts',
+         '127.0.0.1:1', '--worker_hosts', '127.0.0.1:2', '--variable_update',
+         'parameter_server', '--model', 'trivial'] + flags, environ={})
+    spec = task_spec.from_flags(job, 0, args.ps_hosts, args.worker_hosts)
+    for config in (servers.server_config(tf, args, 2),
+                   servers.session_config(tf, spec, args, 2)):
+      assert config.intra_op_parallelism_threads == intra
+      assert config.inter_op_parallelism_threads == inter
+      assert config.device_count['CPU'] == 2
