@@ -504,16 +504,9 @@ def summary(runs):
   return met, judged, misses
 
 
-def section_lines(runs, plan, source, command, elapsed, tf_version):
-  """The `convergence` section of RESULTS.md (or the quick file's body)."""
-  reference = reference_run(runs)
-  lines = [
-      '## Convergence on digits (issue 14)', '',
-      'Written by `benchmarks/run_convergence_benchmarks.py` (its docstring '
-      'defines every figure and the goal); every run\'s commands are in '
-      '`benchmarks/CONVERGENCE_RESULTS.md`.', '',
-      '- commit: %s' % source,
-      '- command: `%s` (%.1f minutes)' % (command, elapsed / 60.0),
+def method_lines(plan, tf_version):
+  """The bullets that say what every run did."""
+  return [
       '- TensorFlow %s; %s on `--data_name=digits` (1,497 training images, '
       '300 eval images), SGD at a fixed learning rate of %g, a global batch '
       'of %d images a step split over every tower of every worker, %d '
@@ -528,10 +521,21 @@ def section_lines(runs, plan, source, command, elapsed, tf_version):
       'batch, the PS applies every worker\'s update',
       '- clusters: `--launch_local_cluster`, %d PS + %d workers of one '
       'tower each on 127.0.0.1' % (NUM_PS, NUM_WORKERS),
-      '- seconds are each command\'s wall time (TensorFlow\'s import, graph '
-      'build, steps, checkpoint) with the machine\'s 2 processors shared '
-      'with other jobs: informative only', '']
-  lines += report.table(HEADER, table_rows(runs), ALIGN)
+      '- every run one at a time; seconds are each command\'s wall time '
+      '(TensorFlow\'s import, graph build, steps, checkpoint) with the '
+      'machine\'s 2 processors shared with other jobs: informative only']
+
+
+def in_seed_range(run, spread):
+  """Whether `run`'s top-1 lies within the one-tower seeds' range."""
+  low, high = spread[0], spread[1]
+  return low - 1e-6 <= points(run['top1']) <= high + 1e-6
+
+
+def result_lines(runs):
+  """The table, the seeds' spread and the verdict."""
+  reference = reference_run(runs)
+  lines = report.table(HEADER, table_rows(runs), ALIGN)
   lines.append('')
   spread = seed_spread(runs)
   if spread is not None:
@@ -546,31 +550,68 @@ def section_lines(runs, plan, source, command, elapsed, tf_version):
   lines += ['### Verdict', '']
   if reference is None or 'top1' not in reference:
     lines.append('- the one-tower reference failed: nothing is judged')
-  else:
-    lines.append(
-        '- every cell at most %g pp below the one-tower top-1 (%.2f%%) '
-        'and above %d%%: %d of %d cells met%s: %s' % (
-            GOAL_POINTS, points(reference['top1']), round(points(FLOOR)),
-            met, judged, '' if not misses else ' (missed: %s)' %
-            '; '.join(misses), report.verdict(not misses)))
+    return lines
+  lines.append(
+      '- every cell at most %g pp below the one-tower top-1 (%.2f%%) '
+      'and above %d%%: %d of %d cells met%s: %s' % (
+          GOAL_POINTS, points(reference['top1']), round(points(FLOOR)),
+          met, judged, '' if not misses else ' (missed: %s)' %
+          '; '.join(misses), report.verdict(not misses)))
+  if spread is not None:
+    for run in runs:
+      cell = Cell(**run['cell'])
+      if describe(cell) in misses and 'top1' in run:
+        lines.append('- %s: top-1 %.2f%% is %s the one-tower seeds\' range '
+                     '(%.2f to %.2f)' % (
+                         describe(cell), points(run['top1']),
+                         'within' if in_seed_range(run, spread) else
+                         'outside', spread[0], spread[1]))
   return lines
 
 
-def detail_lines(runs):
-  """CONVERGENCE_RESULTS.md's table of every run: seed, figures, commands."""
+def section_lines(runs, plan, source, command, elapsed, tf_version):
+  """The `convergence` section of RESULTS.md."""
+  return [
+      '## Convergence on digits (issue 14)', '',
+      'Written by `benchmarks/run_convergence_benchmarks.py` (its docstring '
+      'defines every figure and the goal); every run\'s commands, last '
+      'loss and global step are in `benchmarks/CONVERGENCE_RESULTS.md`.', '',
+      '- commit: %s' % source,
+      '- command: `%s` (%.1f minutes)' % (command, elapsed / 60.0),
+  ] + method_lines(plan, tf_version) + [''] + result_lines(runs)
+
+
+def detail_lines(runs, work_dir=None):
+  """CONVERGENCE_RESULTS.md's table of every run: seed, figures, commands
+  (`work_dir`, the run's temporary directory, shown as `$DIR`)."""
   rows = []
   for run in runs:
     cell = Cell(**run['cell'])
     figures = run.get('error', '').replace('|', '/') or (
         'top-1 %.2f, top-5 %.2f' % (points(run['top1']), points(run['top5'])))
     loss = run.get('final_loss')
+    commands = '`%s`<br>`%s`' % (run['train_command'], run['eval_command'])
+    if work_dir:
+      commands = commands.replace(work_dir, '$DIR')
     rows.append([
         describe(cell), figures,
         '' if loss is None else '%.4f' % loss,
         '' if run.get('global_step') is None else str(run['global_step']),
-        '`%s`<br>`%s`' % (run['train_command'], run['eval_command'])])
+        commands])
   return report.table(['run', 'accuracy (%)', 'last loss', 'global step',
                        'commands (train, then eval)'], rows, 'llrrl')
+
+
+def details_file(runs, plan, source, command, elapsed, tf_version, quick,
+                 work_dir=None):
+  """The whole of CONVERGENCE_RESULTS.md (or its quick twin)."""
+  return report.header(
+      'Convergence on digits%s' % (' (a check)' if quick else ''),
+      'run_convergence_benchmarks.py', source, command, elapsed,
+      tf_version) + method_lines(plan, tf_version)[1:] + [''] + \
+      result_lines(runs) + ['', '## Every run', '',
+                            '`$DIR` is the run\'s temporary directory.', ''] + \
+      detail_lines(runs, work_dir)
 
 
 def main(argv=None):
@@ -592,11 +633,8 @@ def main(argv=None):
   elapsed = time.time() - start
   tf_version = _tf_version()
   lines = section_lines(runs, plan, source, command, elapsed, tf_version)
-  details = report.header(
-      'Convergence on digits%s' % (' (a check)' if args.quick else ''),
-      'run_convergence_benchmarks.py', source, command, elapsed,
-      tf_version) + [''] + lines[2:] + [
-          '', '## Every run', ''] + detail_lines(runs)
+  details = details_file(runs, plan, source, command, elapsed, tf_version,
+                         args.quick, work_dir)
   if args.output or args.quick:
     output = args.output or os.path.join(HERE,
                                          'CONVERGENCE_RESULTS_quick.md')

@@ -146,13 +146,21 @@ def test_table_summary_and_section(script):
   assert any(l.startswith('One tower over 3 seeds (top-1 %, 1234: 98.00, '
                           '1235: 98.67, 1236: 97.67): 97.67 to 98.67')
              for l in lines)
-  assert lines[-1] == (
+  assert lines[-2:] == [
       '- every cell at most 1 pp below the one-tower top-1 (98.00%) and '
       'above 90%: 2 of 4 cells met (missed: independent, 4 towers, seed '
       '1234; collective_all_reduce, 2 workers x 1 tower, seed 1234): '
-      '**not met**')
-  detail = script.detail_lines(runs)
+      '**not met**',
+      "- independent, 4 towers, seed 1234: top-1 96.00% is outside the "
+      "one-tower seeds' range (97.67 to 98.67)"]
+  runs[0]['train_command'] = 'python -m x --train_dir=/tmp/w1/a'
+  detail = script.detail_lines(runs, '/tmp/w1')
   assert len(detail) == 2 + len(runs)
+  assert detail[2].endswith('| `python -m x --train_dir=$DIR/a`<br>`e` |')
+  whole = script.details_file(runs, script.FULL, '`abc`', 'cmd', 60.0,
+                              '2.x', False)
+  assert whole[0] == '# Convergence on digits'
+  assert whole.count('### Verdict') == 1
 
 
 def test_no_reference_judges_nothing(script):
