@@ -108,9 +108,12 @@ class DataSet(object):
     the files (imagenet)."""
     raise NotImplementedError
 
-  def examples(self, subset, image_shape, train, distortions, seed):
+  def examples(self, subset, image_shape, train, distortions, seed,
+               shard=None):
     """`tf.data.Dataset` of (image float32 image_shape in [-1, 1], label
-    int32), in order for evaluation, shuffled and repeated for training."""
+    int32), in order for evaluation, shuffled and repeated for training;
+    with `shard=(index, count)` only every count-th example from `index`
+    on (files of imagenet when there are enough)."""
     raise NotImplementedError
 
 
@@ -159,8 +162,11 @@ class _InMemory(DataSet):
   def _distort(self, image, draws):
     raise NotImplementedError
 
-  def examples(self, subset, image_shape, train, distortions, seed):
+  def examples(self, subset, image_shape, train, distortions, seed,
+               shard=None):
     images, labels = self._arrays(subset)
+    if shard is not None:
+      images, labels = images[shard[0]::shard[1]], labels[shard[0]::shard[1]]
     data = tf.data.Dataset.from_tensor_slices(
         (images, labels.astype(np.int32)))
     seeds = _op_seeds(seed, 4)
@@ -298,15 +304,24 @@ class ImageNet(DataSet):
   def num_examples(self, subset):
     return None
 
-  def examples(self, subset, image_shape, train, distortions, seed):
+  def examples(self, subset, image_shape, train, distortions, seed,
+               shard=None):
     files = self.files(subset)
     seeds = _op_seeds(seed, 9)
+    record_shard = None
+    if shard is not None:
+      if len(files) >= shard[1]:
+        files = files[shard[0]::shard[1]]
+      else:
+        record_shard = shard
     data = tf.data.Dataset.from_tensor_slices(files)
     if train:
       data = data.shuffle(len(files), seed=seeds[0])
     data = data.interleave(tf.data.TFRecordDataset,
                            cycle_length=min(len(files), 8), block_length=1,
                            num_parallel_calls=AUTOTUNE)
+    if record_shard is not None:
+      data = data.shard(record_shard[1], record_shard[0])
     if train:
       data = data.shuffle(SHUFFLE_BUFFER, seed=seeds[1]).repeat()
     data = data.map(parse_example, num_parallel_calls=AUTOTUNE)
@@ -468,6 +483,8 @@ class InputPipeline(object):
     drop_remainder: drop a last step with fewer than batch_size x
       num_towers images (without training's repeat); the batch dimension
       is then known.
+    shard: `(index, count)`: read only this share of the subset (a worker
+      `index` of `count`; the shares are disjoint), or None for all.
 
   Raises:
     InputOptionError: a bad subset, data format, batch size, tower count,
@@ -477,7 +494,8 @@ class InputPipeline(object):
 
   def __init__(self, data, subset, batch_size, num_towers, image_shape,
                data_format='NHWC', train=None, distortions=False, seed=None,
-               device=None, num_classes=None, drop_remainder=True):
+               device=None, num_classes=None, drop_remainder=True,
+               shard=None):
     if subset not in SUBSETS:
       raise InputOptionError('subset=%r: choose one of %s' %
                              (subset, ', '.join(SUBSETS)))
@@ -506,7 +524,13 @@ class InputPipeline(object):
           'drop_remainder=False with %d towers: a last, smaller batch cannot '
           'be split evenly between towers; keep the remainder with one tower '
           'only' % num_towers)
+    if shard is not None and not (
+        len(shard) == 2 and 0 <= shard[0] < shard[1]):
+      raise InputOptionError(
+          'shard=%r: must be (index, count) with 0 <= index < count'
+          % (shard,))
     data.check_subset(subset)
+    self.shard = None if shard is None else tuple(shard)
     self.data = data
     self.subset = subset
     self.batch_size = batch_size
@@ -524,7 +548,7 @@ class InputPipeline(object):
     """`tf.data.Dataset` of (images, labels): one step's batch for every
     tower, images in `data_format`, prefetched."""
     data = self.data.examples(self.subset, self.image_shape, self.train,
-                              self.distortions, self.seed)
+                              self.distortions, self.seed, self.shard)
     data = data.batch(self.batch_size * self.num_towers,
                       drop_remainder=self.drop_remainder)
     if self.data_format == 'NCHW':

@@ -6,7 +6,9 @@ its order:
 1. `mgr = variable_mgr.create(...)`; `host.devices = mgr.get_devices()`.
 2. Per tower `d`, under `mgr.create_outer_variable_scope(d)`,
    `tf.name_scope('tower_%i' % d)` and `tf.device(host.devices[d])`: the
-   synthetic input (on the CPU), the model, `tf.gradients` with respect to
+   input (on the CPU: the synthetic batch, or with `--data_name` tower d's
+   share of one `datasets.InputPipeline`), the model (its classes those of
+   the data set), `tf.gradients` with respect to
    `mgr.trainable_variables_on_device(d)`, paired with the writable
    variables; tower `d`'s UPDATE_OPS (and `mgr.staging_delta_ops`) are kept
    when `mgr.retain_tower_updates(d)`.
@@ -22,13 +24,24 @@ turns their trainable requests into float16 ones, which the manager stores
 in float32 and reads as float16 casts); the gradients are taken of
 `mgr.scale_loss(loss)`. `--backward_passes_per_step` and
 `--variable_consistency` are options of the manager only.
+
+`--forward_only`: the towers build the model with `is_training=False` and
+no gradients; the step runs the forward pass and computes the batch's
+top-1 and top-5 accuracy, no variable changes (no update, no global step).
+`--print_training_accuracy` adds the batch's accuracy to a training step.
+`--summary_dir` summaries by `--summary_verbosity`: 0 the loss; 1 and the
+learning rate; 2 and the norm of every variable's gradient (tower 0's,
+before the towers' gradients are combined) and their global norm; 3 and a
+histogram of every saved variable (under its canonical name).
 """
 
 import collections
 
 import tensorflow as _tf
 
+from variable_mgr import base
 from variable_mgr import errors
+from variable_mgr.benchmark import datasets
 from variable_mgr.benchmark import models
 from variable_mgr.benchmark import optimizers
 
@@ -37,7 +50,11 @@ tf = _tf.compat.v1
 TrainingGraph = collections.namedtuple('TrainingGraph', [
     'graph', 'mgr', 'train_op', 'loss', 'global_step', 'init_op',
     'post_init_op', 'staging_put_op', 'saver', 'saved', 'summary_op',
-    'gradient_bytes'])
+    'gradient_bytes', 'top_1', 'top_5', 'eval_saver'])
+
+Towers = collections.namedtuple('Towers', [
+    'device_grads', 'losses', 'update_ops', 'staging_puts', 'top_1',
+    'top_5'])
 
 
 def synthetic_inputs(model, batch_size, seed, tower):
@@ -103,44 +120,126 @@ def _float16_requests(getter, name, *args, **kwargs):
   return getter(name, *args, **kwargs)
 
 
-def build_towers(config, host, mgr, model, first_input=0):
+class DataFormatError(errors.VariableMgrError):
+  """--data_format=NCHW: the benchmark's models are NHWC only."""
+
+
+def check_data_config(config):
+  """Refuses an input configuration the towers cannot read, before any
+  graph (the command's flags refuse it at parse time too).
+
+  Raises:
+    DataFormatError: --data_format=NCHW.
+    DataError: an unknown data set, or a missing --data_dir.
+  """
+  if config.data_format != 'NHWC':
+    raise DataFormatError(
+        '--data_format=%s: the benchmark\'s models are written NHWC (and '
+        'tf_cnn_benchmarks refuses NCHW with --device=cpu); pass '
+        '--data_format=NHWC' % config.data_format)
+  if config.data_name:
+    return datasets.get_dataset(config.data_name, config.data_dir)
+  return None
+
+
+def model_of(config):
+  """The model of `config`, its classes those of `--data_name`'s data set
+  (10 for digits and cifar10)."""
+  model = models.get_model(config.model)
+  data = check_data_config(config)
+  if data is not None and data.num_classes != model.num_classes:
+    model = model._replace(num_classes=data.num_classes)
+  return model
+
+
+def top_k_correct(logits, labels, k, weights=None):
+  """How many of the batch's labels are among the `k` largest logits (a
+  tie at the k-th place counts as in, as `tf.nn.in_top_k`), float32."""
+  hits = tf.cast(tf.nn.in_top_k(tf.cast(logits, tf.float32), labels, k),
+                 tf.float32)
+  if weights is not None:
+    hits *= weights
+  return tf.reduce_sum(hits)
+
+
+def build_model(config, model, images, labels, is_training,
+                return_logits=False):
+  """One tower's model in the current scopes: `(loss, logits or None)`;
+  the loss float32, under `--use_fp16` computed in float16 on float16
+  reads of the variables."""
+  if config.use_fp16:
+    with tf.variable_scope(tf.get_variable_scope(),
+                           custom_getter=_float16_requests,
+                           auxiliary_name_scope=False):
+      built = model.build(tf.cast(images, tf.float16), labels,
+                          is_training=is_training,
+                          weight_decay=config.weight_decay,
+                          return_logits=return_logits)
+  else:
+    built = model.build(images, labels, is_training=is_training,
+                        weight_decay=config.weight_decay,
+                        return_logits=return_logits)
+  loss, logits = built if return_logits else (built, None)
+  if config.use_fp16:
+    loss = tf.cast(loss, tf.float32)
+  return loss, logits
+
+
+def build_towers(config, host, mgr, model, first_input=0, shard=None):
   """Builds every tower of `host` in the harness protocol's order.
 
-  Sets `host.devices` from the manager. Tower d reads the synthetic batch
-  number `first_input + d`, made on the CPU.
+  Sets `host.devices` from the manager. Without `--data_name`, tower d
+  reads the synthetic batch number `first_input + d`, made on the CPU;
+  with it, its share of one training pipeline on the CPU (`shard`:
+  `(worker index, workers)` for a cluster worker's own share of the
+  data set). The model's classes follow the data set. With
+  `--forward_only` no gradient is built.
 
   Returns:
-    (device_grads, losses, update_ops, staging_puts): the towers' one-shot
-    `zip(grads, vars)` iterators (as tf_cnn_benchmarks passes them on
-    Python 3), their losses, the update ops to keep (tower 0's batch-norm
-    statistics and staged deltas), and every staging put.
+    Towers: `device_grads` (the towers' one-shot `zip(grads, vars)`
+    iterators, as tf_cnn_benchmarks passes them on Python 3; empty with
+    `--forward_only`), their `losses`, the `update_ops` to keep (tower 0's
+    batch-norm statistics and staged deltas), every `staging_puts`, and,
+    with `--print_training_accuracy` or `--forward_only`, `top_1` and
+    `top_5`: the fraction of the step's images (every tower's) whose label
+    is the first, or among the first five, of the logits (else None).
   """
   host.devices = mgr.get_devices()
-  device_grads, losses, update_ops = [], [], []
+  pipeline = None
+  if config.data_name:
+    data = check_data_config(config)
+    if data.num_classes != model.num_classes:
+      model = model._replace(num_classes=data.num_classes)
+    pipeline = datasets.InputPipeline(
+        data, 'train', config.batch_size, host.num_gpus, model.image_shape,
+        distortions=config.distortions, seed=config.seed,
+        device=host.cpu_device, shard=shard)
+  accuracy = config.print_training_accuracy or config.forward_only
+  is_training = not config.forward_only
+  device_grads, losses, update_ops, correct = [], [], [], []
   for d in range(host.num_gpus):
     with mgr.create_outer_variable_scope(d), \
          tf.name_scope('tower_%i' % d), tf.device(host.devices[d]):
-      with tf.device(host.cpu_device):
-        images, labels = synthetic_inputs(model, config.batch_size,
-                                          config.seed, first_input + d)
-      first_update = len(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
-      if config.use_fp16:
-        with tf.variable_scope(tf.get_variable_scope(),
-                               custom_getter=_float16_requests,
-                               auxiliary_name_scope=False):
-          loss = model.build(tf.cast(images, tf.float16), labels,
-                             is_training=True,
-                             weight_decay=config.weight_decay)
-        loss = tf.cast(loss, tf.float32)
+      if pipeline is not None:
+        images, labels = pipeline.tower(d)
       else:
-        loss = model.build(images, labels, is_training=True,
-                           weight_decay=config.weight_decay)
+        with tf.device(host.cpu_device):
+          images, labels = synthetic_inputs(model, config.batch_size,
+                                            config.seed, first_input + d)
+      first_update = len(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
+      loss, logits = build_model(config, model, images, labels, is_training,
+                                 accuracy)
+      if accuracy:
+        correct.append((top_k_correct(logits, labels, 1),
+                        top_k_correct(logits, labels, 5)))
+      losses.append(loss)
+      if config.forward_only:
+        continue
       tower_updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)[first_update:]
       params = mgr.trainable_variables_on_device(d)
       writable = mgr.trainable_variables_on_device(d, writable=True)
       grads = tf.gradients(mgr.scale_loss(loss), params)
       device_grads.append(zip(grads, writable))
-      losses.append(loss)
       if mgr.retain_tower_updates(d):
         update_ops.extend(tower_updates)
         update_ops.extend(mgr.staging_delta_ops)
@@ -148,7 +247,53 @@ def build_towers(config, host, mgr, model, first_input=0):
   if mgr.supports_staged_vars():
     for tower in mgr.staging_vars_on_devices:
       staging_puts.extend(put for put, _ in tower.values())
-  return device_grads, losses, update_ops, staging_puts
+  top_1 = top_5 = None
+  if correct:
+    with tf.device(host.cpu_device):
+      images_a_step = float(config.batch_size * host.num_gpus)
+      top_1 = tf.add_n([c[0] for c in correct]) / images_a_step
+      top_5 = tf.add_n([c[1] for c in correct]) / images_a_step
+  return Towers(device_grads, losses, update_ops, staging_puts, top_1, top_5)
+
+
+def learning_rate_of(optimizer):
+  """The learning rate `optimizer` applies, as a float32 tensor."""
+  for name in ('_learning_rate', '_lr'):
+    rate = getattr(optimizer, name, None)
+    if rate is not None:
+      return tf.cast(rate() if callable(rate) else rate, tf.float32)
+  raise errors.VariableMgrError(
+      '--summary_verbosity=1 or more: the learning rate of %s cannot be '
+      'read; use --summary_verbosity=0' % type(optimizer).__name__)
+
+
+def _summaries(config, mgr, average_loss, learning_rate, tower_grads):
+  """The merged summary op of `--summary_verbosity` (see the module
+  docstring); level 0 is the loss alone, as before the levels existed."""
+  loss_summary = tf.summary.scalar('loss', average_loss)
+  if config.summary_verbosity < 1:
+    return loss_summary
+  summaries = [loss_summary]
+  if learning_rate is not None:
+    summaries.append(tf.summary.scalar('learning_rate', learning_rate))
+  if config.summary_verbosity >= 2 and tower_grads:
+    norms = []
+    for g, v in tower_grads:
+      if g is None:
+        continue
+      if isinstance(g, tf.IndexedSlices):
+        g = g.values
+      norm = tf.norm(tf.cast(g, tf.float32))
+      norms.append(norm)
+      name = base.canonical_name(v.op.name)
+      summaries.append(tf.summary.scalar('gradient_norm/' + name, norm))
+    if norms:
+      summaries.append(tf.summary.scalar(
+          'gradient_norm/global', tf.sqrt(tf.add_n([n * n for n in norms]))))
+  if config.summary_verbosity >= 3:
+    for name, var in sorted(mgr.get_variables_to_save().items()):
+      summaries.append(tf.summary.histogram(name, var))
+  return tf.summary.merge(summaries)
 
 
 def build_training_graph(config, host):
@@ -159,14 +304,17 @@ def build_training_graph(config, host):
     host: the BenchmarkCnn-like object; its `devices` is set here.
 
   Returns:
-    A TrainingGraph; its graph is finalized.
+    A TrainingGraph; its graph is finalized. `top_1` and `top_5` are the
+    step's accuracy (`--print_training_accuracy`, `--forward_only`) or
+    None; `eval_saver` a Saver of the saved variables that
+    `--eval_during_training_every_n_steps` writes with (else None).
 
   Raises:
-    VariableMgrError: the manager refuses the configuration, before any op
-      is built.
+    VariableMgrError: the manager refuses the configuration, or the data
+      set is missing, before any op is built.
   """
 
-  model = models.get_model(config.model)
+  model = model_of(config)
   graph = tf.Graph()
   with graph.as_default(), tf.variable_scope(
       tf.get_variable_scope(), use_resource=config.use_resource_vars):
@@ -174,40 +322,59 @@ def build_training_graph(config, host):
     mgr = create_manager(config, host)
     with tf.device(host.cpu_device):
       global_step = tf.train.get_or_create_global_step()
-    device_grads, losses, update_ops, staging_puts = build_towers(
-        config, host, mgr, model)
-
-    apply_devices, state = mgr.preprocess_device_grads(device_grads)
-    optimizer = optimizers.make_optimizer(
-        config, global_step, config.batch_size * host.num_gpus)
-    training_ops = []
-    for i, device in enumerate(apply_devices):
-      with tf.device(device):
-        grads = mgr.get_gradients_to_apply(i, state)
-        mgr.append_apply_gradients_ops(state, optimizer, grads, training_ops)
+    towers = build_towers(config, host, mgr, model)
+    losses = towers.losses
+    learning_rate = None
+    tower_grads = []
+    if config.forward_only:
+      training_ops = []
+    else:
+      apply_devices, state = mgr.preprocess_device_grads(towers.device_grads)
+      tower_grads = state.tower_grads[0]
+      optimizer = optimizers.make_optimizer(
+          config, global_step, config.batch_size * host.num_gpus)
+      training_ops = []
+      for i, device in enumerate(apply_devices):
+        with tf.device(device):
+          grads = mgr.get_gradients_to_apply(i, state)
+          mgr.append_apply_gradients_ops(state, optimizer, grads,
+                                         training_ops)
+      if config.summary_dir and config.summary_verbosity >= 1:
+        with tf.device(host.cpu_device):
+          learning_rate = learning_rate_of(optimizer)
 
     with tf.device(host.cpu_device):
-      with tf.control_dependencies(training_ops + update_ops):
-        train_op = tf.group(global_step.assign_add(1), name='train_op')
+      if config.forward_only:
+        train_op = tf.group(*([towers.top_1, towers.top_5] + losses),
+                            name='forward_op')
+      else:
+        with tf.control_dependencies(training_ops + towers.update_ops):
+          train_op = tf.group(global_step.assign_add(1), name='train_op')
       average_loss = tf.add_n(losses) / float(len(losses))
       init_op = tf.group(tf.global_variables_initializer(),
                          tf.local_variables_initializer())
       post_init = mgr.get_post_init_ops()
       post_init_op = tf.group(*post_init) if post_init else None
-      staging_put_op = tf.group(*staging_puts) if staging_puts else None
-      saver = to_save = None
-      if config.train_dir:
+      staging_put_op = (tf.group(*towers.staging_puts) if towers.staging_puts
+                        else None)
+      saver = to_save = eval_saver = None
+      if config.train_dir or config.eval_during_training_every_n_steps:
         to_save = dict(mgr.get_variables_to_save())
         if not any(v is global_step for v in to_save.values()):
           to_save['global_step'] = global_step
-        saver = tf.train.Saver(to_save, max_to_keep=1)
+      if config.train_dir:
+        saver = tf.train.Saver(to_save, max_to_keep=config.max_ckpts_to_keep)
+      if config.eval_during_training_every_n_steps:
+        eval_saver = tf.train.Saver(to_save, max_to_keep=1)
       summary_op = None
       if config.summary_dir:
-        summary_op = tf.summary.scalar('loss', average_loss)
+        summary_op = _summaries(config, mgr, average_loss, learning_rate,
+                                tower_grads)
     graph.finalize()
   gradient_bytes = sum(
       v.shape.num_elements() * v.dtype.base_dtype.size
-      for _, v in state.tower_grads[0])
+      for _, v in tower_grads)
   return TrainingGraph(graph, mgr, train_op, average_loss, global_step,
                        init_op, post_init_op, staging_put_op, saver,
-                       to_save, summary_op, gradient_bytes)
+                       to_save, summary_op, gradient_bytes, towers.top_1,
+                       towers.top_5, eval_saver)

@@ -74,7 +74,8 @@ class Model(ModelSpec):
 
   __slots__ = ()
 
-  def build(self, images, labels, is_training=True, weight_decay=None):
+  def build(self, images, labels, is_training=True, weight_decay=None,
+            return_logits=False):
     """Builds the model in the current scope and returns its scalar loss.
 
     Args:
@@ -84,9 +85,11 @@ class Model(ModelSpec):
         statistics' updates to UPDATE_OPS when true; uses the moving
         statistics otherwise.
       weight_decay: L2 factor on the weights; the model's default if None.
+      return_logits: also return the logits (the same ops are built).
 
     Returns:
-      The mean softmax cross-entropy plus `weight_decay * sum(l2_loss(w))`.
+      The mean softmax cross-entropy plus `weight_decay * sum(l2_loss(w))`;
+      with `return_logits`, `(loss, logits [batch, num_classes])`.
     """
     if weight_decay is None:
       weight_decay = self.weight_decay
@@ -97,6 +100,8 @@ class Model(ModelSpec):
     if weight_decay:
       loss += weight_decay * tf.add_n([tf.nn.l2_loss(w)
                                        for w in layers.weights])
+    if return_logits:
+      return loss, logits
     return loss
 
 
