@@ -1,19 +1,196 @@
 """Cross-checks of the input, evaluation, session and checkpoint flags.
 
 Called by `flags._check` after its own checks; imports no TensorFlow.
+
+Decisions where tf_cnn_benchmarks differs or is silent:
+
+* `--data_dir` without `--data_name`: the name is guessed from the path as
+  tf_cnn_benchmarks guesses it (the first of imagenet, cifar10 that the
+  path contains; `args.data_name` is set to it); a path that names neither
+  is refused. `--data_name=imagenet|cifar10` needs `--data_dir` (where
+  tf_cnn_benchmarks would fall back to synthetic data); `digits` reads no
+  directory, so `--data_dir` beside it is refused rather than ignored.
+* `--data_format=NCHW`: refused. The models are written NHWC, and
+  tf_cnn_benchmarks itself refuses NCHW with `--device=cpu`.
+* `--eval` and `--eval_during_training_every_n_steps` need real data:
+  synthetic labels are random, so their accuracy would say nothing.
+* A flag that only modifies another (`--distortions`, `--num_eval_batches`,
+  `--save_summaries_steps`, `--summary_verbosity`, `--save_model_secs`,
+  `--max_ckpts_to_keep`) is refused, when typed, without the flag it
+  modifies, rather than ignored.
+* Cluster runs: evaluation (`--eval`, `--eval_during_training_every_n_
+  steps`), `--forward_only` and `--print_training_accuracy` run on one
+  machine only (CLUSTER_UNSUPPORTED); evaluate a cluster's checkpoint with
+  `--eval` on one machine afterwards.
 """
+
+import os
+
+# (data set, what a --data_dir path must contain for the guess), in
+# tf_cnn_benchmarks' order.
+GUESSED_NAMES = ('imagenet', 'cifar10')
+NEEDS_DATA_DIR = ('imagenet', 'cifar10')
+# Data sets without training distortions.
+UNDISTORTED = ('digits',)
+# Flags a cluster run refuses (they run on one machine only).
+CLUSTER_UNSUPPORTED = ('eval', 'eval_during_training_every_n_steps',
+                       'forward_only', 'print_training_accuracy')
+
+
+def _value(args, dest):
+  value = getattr(args, dest)
+  if isinstance(value, bool):
+    value = str(value).lower()
+  return '--%s=%s' % (dest, value)
 
 
 def check(args, typed, cluster):
   """Refuses a combination of the data, eval and checkpoint flags that
-  cannot run.
+  cannot run; fills in the data set name that `--data_dir` implies.
 
   Args:
-    args: the parsed flags.
+    args: the parsed flags (`data_name` may be set here).
     typed: the destinations of the flags the command line gives.
     cluster: the run is a cluster (a task or --launch_local_cluster).
 
   Raises:
     flags.UsageError: naming the flags as typed, the rule and the fix.
   """
-  del args, typed, cluster
+  from variable_mgr.benchmark import flags  # pylint: disable=g-import-not-at-top
+  error = flags.UsageError
+  _check_data(args, typed, error)
+  if cluster:
+    refused = [f for f in CLUSTER_UNSUPPORTED
+               if f in typed and getattr(args, f)]
+    if refused:
+      raise error(
+          '%s in a cluster run: evaluation, forward-only runs and the '
+          'training accuracy run on one machine only; drop %s, and evaluate '
+          'the cluster\'s checkpoint afterwards on one machine with --eval '
+          '--train_dir=DIR --data_name=...' % (
+              _value(args, refused[0]), ', '.join('--' + f for f in refused)))
+  _check_eval(args, typed, error)
+  _check_forward_only(args, typed, error)
+  _check_modifiers(args, typed, error)
+
+
+def _check_data(args, typed, error):
+  if args.data_format != 'NHWC':
+    raise error(
+        '--data_format=%s: the benchmark\'s models are written NHWC, and '
+        'tf_cnn_benchmarks refuses NCHW with --device=cpu; pass '
+        '--data_format=NHWC (or drop the flag)' % args.data_format)
+  if args.data_dir is not None and not args.data_name:
+    guessed = [n for n in GUESSED_NAMES if n in args.data_dir]
+    if not guessed:
+      raise error(
+          '--data_dir=%s without --data_name: the data set cannot be told '
+          'from the path (it names neither %s); add --data_name=imagenet or '
+          '--data_name=cifar10' % (args.data_dir, ' nor '.join(
+              GUESSED_NAMES)))
+    args.data_name = guessed[0]
+  if args.data_name in NEEDS_DATA_DIR:
+    if not args.data_dir:
+      raise error(
+          '--data_name=%s without --data_dir: %s is read from files; add '
+          '--data_dir=DIR, the directory that holds %s' % (
+              args.data_name, args.data_name,
+              'the train-* and validation-* TFRecords' if args.data_name ==
+              'imagenet' else 'data_batch_1..5 and test_batch'))
+    if not os.path.isdir(args.data_dir):
+      raise error(
+          '--data_dir=%s: %s; pass the directory that holds --data_name=%s\'s '
+          'files' % (args.data_dir, 'not a directory' if os.path.exists(
+              args.data_dir) else 'no such directory', args.data_name))
+  elif args.data_name and args.data_dir is not None:
+    raise error(
+        '--data_dir=%s with --data_name=%s: %s is bundled with scikit-learn '
+        'and reads no directory; drop --data_dir' % (
+            args.data_dir, args.data_name, args.data_name))
+  if 'distortions' in typed and args.distortions:
+    if not args.data_name:
+      raise error(
+          '--distortions without --data_name: synthetic images are not '
+          'distorted; add --data_name (and --data_dir) or drop --distortions')
+    if args.data_name in UNDISTORTED:
+      raise error(
+          '--distortions with --data_name=%s: %s has no training '
+          'distortions; drop --distortions (cifar10 and imagenet have them)'
+          % (args.data_name, args.data_name))
+
+
+def _check_eval(args, typed, error):
+  del typed
+  if args.eval:
+    if args.compare:
+      raise error(
+          '--eval with --compare: --compare sweeps training runs and --eval '
+          'evaluates one checkpoint; drop --compare (run --eval '
+          '--train_dir=DIR on its own)')
+    if not args.train_dir:
+      raise error(
+          '--eval without --train_dir: evaluation restores the latest '
+          'checkpoint of --train_dir; add --train_dir=DIR, the directory a '
+          'training run saved into')
+    if not os.path.isfile(os.path.join(args.train_dir, 'checkpoint')):
+      raise error(
+          '--eval --train_dir=%s: the directory holds no checkpoint (no '
+          '`checkpoint` file); train into it first (the same command '
+          'without --eval), or pass the --train_dir a training run saved '
+          'into' % args.train_dir)
+    if args.eval_during_training_every_n_steps:
+      raise error(
+          '--eval with %s: --eval evaluates a checkpoint without training; '
+          'drop one of them' % _value(args, 'eval_during_training_every_n_steps'))
+  for dest in ('eval', 'eval_during_training_every_n_steps'):
+    if getattr(args, dest) and not args.data_name:
+      raise error(
+          '%s without --data_name: evaluation needs real data (synthetic '
+          'labels are random, so accuracy says nothing); add '
+          '--data_name=digits (no download), or cifar10 or imagenet with '
+          '--data_dir' % ('--eval' if dest == 'eval' else _value(args, dest)))
+  if args.num_eval_batches is not None and not (
+      args.eval or args.eval_during_training_every_n_steps):
+    raise error(
+        '%s without --eval: it limits the evaluation\'s steps; add --eval '
+        '(or --eval_during_training_every_n_steps) or drop the flag'
+        % _value(args, 'num_eval_batches'))
+
+
+def _check_forward_only(args, typed, error):
+  del typed
+  if not args.forward_only:
+    return
+  clashes = []
+  if args.train_dir:
+    clashes.append(_value(args, 'train_dir'))
+  if args.eval:
+    clashes.append('--eval')
+  if args.backward_passes_per_step > 1:
+    clashes.append(_value(args, 'backward_passes_per_step'))
+  if args.eval_during_training_every_n_steps:
+    clashes.append(_value(args, 'eval_during_training_every_n_steps'))
+  if clashes:
+    raise error(
+        '--forward_only with %s: a forward-only run times the forward pass '
+        'alone (no gradients, no updates, no checkpoint; its step lines '
+        'have the batch\'s accuracy already); drop %s or --forward_only'
+        % (clashes[0], clashes[0].split('=')[0]))
+
+
+# flag -> (the flag it modifies, the fix).
+_MODIFIERS = (
+    ('save_summaries_steps', 'summary_dir'),
+    ('summary_verbosity', 'summary_dir'),
+    ('save_model_secs', 'train_dir'),
+    ('max_ckpts_to_keep', 'train_dir'),
+)
+
+
+def _check_modifiers(args, typed, error):
+  for dest, needs in _MODIFIERS:
+    if dest in typed and not getattr(args, needs):
+      raise error(
+          '%s without --%s: it applies to the files --%s names; add '
+          '--%s=DIR or drop --%s' % (_value(args, dest), needs, needs, needs,
+                                     dest))

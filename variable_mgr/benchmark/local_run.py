@@ -2,21 +2,48 @@
 
 `run(args)` is the command without cluster flags or `--compare`; `run_one`
 runs one BenchmarkConfig and returns its results (the sweep calls it for
-every configuration).
+every configuration); with `--eval` both evaluate the latest checkpoint
+instead (`evaluation`).
+
+Session and checkpoint options: `--num_intra_threads` and
+`--num_inter_threads` go into the session's ConfigProto (None and 0:
+TensorFlow's choice). With `--train_dir` the run saves at the end and,
+with `--save_model_secs`, also after the first step that ends at least
+that many seconds after the last save (or the start); the Saver keeps the
+last `--max_ckpts_to_keep`. With `--summary_dir` the summaries of
+`--summary_verbosity` (see `harness`) are written after every
+`--save_summaries_steps`-th step (0: every step). With
+`--eval_during_training_every_n_steps N` the training variables are
+evaluated after every N-th step (warm-up steps count: they train) and the
+accuracy line printed with the global step; the evaluation's time is left
+out of the images/sec.
 """
 
 import collections
 import os
+import shutil
+import tempfile
 import time
 
 import variable_mgr
 from variable_mgr import checkpoint
 from variable_mgr.allreduce import traffic as traffic_lib
+from variable_mgr.benchmark import evaluation
 from variable_mgr.benchmark import harness
 from variable_mgr.benchmark import output
 from variable_mgr.benchmark import run_config
 from variable_mgr.benchmark.cluster import in_process
 from variable_mgr.compat import tf
+
+
+# The clock of --save_model_secs (tests replace it).
+_clock = time.monotonic
+
+# What the summaries of each --summary_verbosity hold.
+_SUMMARIES = ('the loss', 'the loss and learning rate',
+              'the loss, learning rate and gradient norms',
+              'the loss, learning rate, gradient norms and variable '
+              'histograms')
 
 
 def run(args, log=print):
@@ -46,14 +73,66 @@ def make_host(config):
   return host, tf.ConfigProto(device_count={'CPU': cpus})
 
 
+def with_threads(session_config, config):
+  """`session_config` with `--num_intra_threads` and `--num_inter_threads`
+  (each left as it is when None or 0: TensorFlow's choice)."""
+  if config.num_intra_threads:
+    session_config.intra_op_parallelism_threads = config.num_intra_threads
+  if config.num_inter_threads:
+    session_config.inter_op_parallelism_threads = config.num_inter_threads
+  return session_config
+
+
 def run_one(config, log=print):
-  """Runs one configuration; returns the results dict of run_benchmark."""
+  """Runs one configuration; returns the results dict of run_benchmark
+  (of `evaluation.run_eval` with `--eval`)."""
+  if config.eval:
+    # Refused before any graph: no checkpoint to evaluate.
+    evaluation.latest_checkpoint(config.train_dir)
+    config = evaluation.eval_config(config, log=log)
   host, session_config = make_host(config)
+  session_config = with_threads(session_config, config)
   # Servers start once the graph is built: a refused configuration starts
   # none.
   target = getattr(host, 'start', '')
+  if config.eval:
+    return evaluation.run_eval(config, host, session_target=target,
+                               session_config=session_config, log=log)
   return run_benchmark(config, host, session_target=target,
                        session_config=session_config, log=log)
+
+
+class _TrainingEvaluator(object):
+  """--eval_during_training_every_n_steps: writes the training variables
+  into a checkpoint of its own and evaluates it (see `evaluation`)."""
+
+  def __init__(self, config, log):
+    eval_config = evaluation.eval_config(config, during_training=True,
+                                         log=log)
+    host, session_config = make_host(eval_config)
+    self._evaluator = evaluation.Evaluator(
+        eval_config, host, session_config=with_threads(session_config,
+                                                       eval_config))
+    self._dir = tempfile.mkdtemp(prefix='eval_during_training_')
+    self._num_batches = config.num_eval_batches
+    self.results = []
+
+  def evaluate(self, sess, saver, log):
+    prefix = saver.save(sess, os.path.join(self._dir, 'model.ckpt'),
+                        write_meta_graph=False, write_state=False)
+    result = self._evaluator.evaluate(prefix, self._num_batches)
+    log(output.accuracy_line(result.top_1, result.top_5, result.examples,
+                             step=result.global_step))
+    self.results.append(collections.OrderedDict([
+        ('global_step', result.global_step),
+        ('top_1_accuracy', result.top_1),
+        ('top_5_accuracy', result.top_5),
+        ('eval_examples', result.examples)]))
+    return result.seconds
+
+  def close(self):
+    self._evaluator.close()
+    shutil.rmtree(self._dir, ignore_errors=True)
 
 
 def run_benchmark(config, host, session_target='', session_config=None,
@@ -95,73 +174,106 @@ def run_benchmark(config, host, session_target='', session_config=None,
   writer = None
   step_times, losses = [], []
   total_seconds = 0.0
-  with tf.Session(target=session_target, graph=g.graph,
-                  config=session_config) as sess:
-    sess.run(g.init_op)
-    if g.saver is not None:
-      restored_from = checkpoint.restore(sess, config.train_dir, g.saved,
-                                         g.saver)
-      if restored_from:
-        log('Restored %s' % restored_from)
-    if g.post_init_op is not None:
-      sess.run(g.post_init_op)
-    fetches = {'train': g.train_op, 'loss': g.loss}
-    if g.staging_put_op is not None:
-      # Fill the staging areas once; every step then gets and puts once.
-      sess.run(g.staging_put_op)
-      fetches['staging'] = g.staging_put_op
-    if g.summary_op is not None:
-      fetches['summary'] = g.summary_op
-      writer = tf.summary.FileWriter(config.summary_dir, g.graph)
-    first_global_step = int(sess.run(g.global_step))
-    # The traced step: the last warm-up batch, or the first timed one.
-    trace_step = -1 if config.num_warmup_batches else 0
+  accuracy = g.top_1 is not None
+  trainer_eval = None
+  every_eval = config.eval_during_training_every_n_steps
+  if every_eval:
+    trainer_eval = _TrainingEvaluator(config, log)
+  eval_seconds = 0.0
+  saved_steps = []
+  summaries_written = 0
+  try:
+    with tf.Session(target=session_target, graph=g.graph,
+                    config=session_config) as sess:
+      sess.run(g.init_op)
+      if g.saver is not None:
+        restored_from = checkpoint.restore(sess, config.train_dir, g.saved,
+                                           g.saver)
+        if restored_from:
+          log('Restored %s' % restored_from)
+      if g.post_init_op is not None:
+        sess.run(g.post_init_op)
+      fetches = {'train': g.train_op, 'loss': g.loss}
+      if accuracy:
+        fetches['top_1'] = g.top_1
+        fetches['top_5'] = g.top_5
+      if g.staging_put_op is not None:
+        # Fill the staging areas once; every step then gets and puts once.
+        sess.run(g.staging_put_op)
+        fetches['staging'] = g.staging_put_op
+      summary_fetches = None
+      if g.summary_op is not None:
+        summary_fetches = dict(fetches, summary=g.summary_op)
+        writer = tf.summary.FileWriter(config.summary_dir, g.graph)
+      summary_every = config.save_summaries_steps or 1
+      first_global_step = int(sess.run(g.global_step))
+      # The traced step: the last warm-up batch, or the first timed one.
+      trace_step = -1 if config.num_warmup_batches else 0
+      last_save = _clock()
 
-    if config.num_warmup_batches:
-      log('Running warm up')
-    global_batch = config.batch_size * host.num_gpus
-    for step in range(-config.num_warmup_batches, config.num_batches):
-      options = run_metadata = None
-      if config.trace_file and step == trace_step:
-        options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
-        run_metadata = tf.RunMetadata()
-      if step == 0:
-        if config.num_warmup_batches:
-          log('Done warm up')
-        log('Step\tImg/sec\tloss')
-        loop_start = time.time()
-      step_start = time.time()
-      out = sess.run(fetches, options=options, run_metadata=run_metadata)
-      elapsed = time.time() - step_start
-      if run_metadata is not None:
-        _write_trace(config.trace_file, run_metadata)
-        log('Wrote a Chrome trace of %s to %s' % (
-            'the last warm-up step' if step < 0 else 'timed step 1',
-            config.trace_file))
-      if writer is not None:
-        writer.add_summary(out['summary'], first_global_step +
-                           config.num_warmup_batches + step + 1)
-      if step < 0:
-        continue
-      output.record_step(step, elapsed, out['loss'], step_times, losses,
-                         global_batch, config.display_every, log)
-    if step_times:
-      total_seconds = time.time() - loop_start
-    traffic = None
-    if config.measure_traffic:
-      traffic = _measure_traffic(sess, fetches, g.gradient_bytes,
-                                 host.num_gpus, log,
-                                 _uncounted_transfers(config))
-    global_step = int(sess.run(g.global_step))
-    if g.saver is not None:
-      os.makedirs(config.train_dir, exist_ok=True)
-      path = g.saver.save(sess, os.path.join(config.train_dir, 'model.ckpt'),
-                          global_step=global_step)
-      log('Saved %s' % path)
+      if config.num_warmup_batches:
+        log('Running warm up')
+      global_batch = config.batch_size * host.num_gpus
+      for step in range(-config.num_warmup_batches, config.num_batches):
+        # Steps this run has taken after this one (warm-up steps count).
+        steps_run = config.num_warmup_batches + step + 1
+        options = run_metadata = None
+        if config.trace_file and step == trace_step:
+          options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+          run_metadata = tf.RunMetadata()
+        if step == 0:
+          if config.num_warmup_batches:
+            log('Done warm up')
+          log(output.step_header(accuracy))
+          loop_start = time.time()
+          eval_seconds = 0.0
+        step_fetches = fetches
+        if summary_fetches is not None and steps_run % summary_every == 0:
+          step_fetches = summary_fetches
+        step_start = time.time()
+        out = sess.run(step_fetches, options=options,
+                       run_metadata=run_metadata)
+        elapsed = time.time() - step_start
+        if run_metadata is not None:
+          _write_trace(config.trace_file, run_metadata)
+          log('Wrote a Chrome trace of %s to %s' % (
+              'the last warm-up step' if step < 0 else 'timed step 1',
+              config.trace_file))
+        if 'summary' in out:
+          writer.add_summary(out['summary'], first_global_step + steps_run)
+          summaries_written += 1
+        if step >= 0:
+          output.record_step(
+              step, elapsed, out['loss'], step_times, losses, global_batch,
+              config.display_every, log,
+              (float(out['top_1']), float(out['top_5'])) if accuracy
+              else None)
+        if trainer_eval is not None and steps_run % every_eval == 0:
+          eval_start = time.time()
+          trainer_eval.evaluate(sess, g.eval_saver, log)
+          eval_seconds += time.time() - eval_start
+        if (g.saver is not None and config.save_model_secs and
+            _clock() - last_save >= config.save_model_secs):
+          saved_steps.append(_save(sess, g, config.train_dir, log))
+          last_save = _clock()
+      if step_times:
+        total_seconds = time.time() - loop_start - eval_seconds
+      traffic = None
+      if config.measure_traffic:
+        traffic = _measure_traffic(sess, fetches, g.gradient_bytes,
+                                   host.num_gpus, log,
+                                   _uncounted_transfers(config))
+      global_step = int(sess.run(g.global_step))
+      if g.saver is not None and global_step not in saved_steps:
+        _save(sess, g, config.train_dir, log)
+  finally:
+    if trainer_eval is not None:
+      trainer_eval.close()
   if writer is not None:
     writer.close()
-    log('Wrote TensorBoard summaries of the loss (%d steps) to %s' % (
-        config.num_warmup_batches + config.num_batches, config.summary_dir))
+    log('Wrote TensorBoard summaries of %s (%d steps) to %s' % (
+        _SUMMARIES[min(config.summary_verbosity, 3)], summaries_written,
+        config.summary_dir))
 
   images_per_sec = output.report_throughput(global_batch, step_times,
                                             total_seconds, log)
@@ -174,8 +286,20 @@ def run_benchmark(config, host, session_target='', session_config=None,
       ('restored_from', restored_from),
       ('build_seconds', build_seconds),
       ('traffic', traffic),
+      ('evaluations', trainer_eval.results if trainer_eval else None),
       ('config', config._asdict()),
   ])
+
+
+def _save(sess, g, train_dir, log):
+  """Saves a checkpoint of the global step into `train_dir`; returns the
+  step."""
+  global_step = int(sess.run(g.global_step))
+  os.makedirs(train_dir, exist_ok=True)
+  path = g.saver.save(sess, os.path.join(train_dir, 'model.ckpt'),
+                      global_step=global_step)
+  log('Saved %s' % path)
+  return global_step
 
 
 def _uncounted_transfers(config):

@@ -11,7 +11,7 @@ def print_header(config, host, log):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   log('TensorFlow:  %s' % tf.__version__)
   log('Model:       %s' % config.model)
-  log('Mode:        training')
+  log('Mode:        %s' % mode_of(config))
   # As tf_cnn_benchmarks: the global batch is the whole cluster's, every
   # worker's towers.
   num_workers = getattr(host, 'num_workers', 1)
@@ -24,12 +24,56 @@ def print_header(config, host, log):
   log('Num batches: %d' % config.num_batches)
   log('Devices:     %s' % list(host.raw_devices))
   log('Data format: NHWC')
+  log('Dataset:     %s' % dataset_line(config))
   log('Optimizer:   %s' % config.optimizer)
   log('Variables:   %s%s%s' % (config.variable_update,
                                ' (staged)' if config.staged_vars else '',
                                ' (nccl)' if config.use_nccl else ''))
   log(training_options_line(config))
   log('==========')
+
+
+def mode_of(config):
+  """tf_cnn_benchmarks' mode names: training, evaluation, forward-only,
+  training + evaluation (every --eval_during_training_every_n_steps)."""
+  if config.eval:
+    return 'evaluation'
+  if config.forward_only:
+    return 'forward-only'
+  if config.eval_during_training_every_n_steps:
+    return 'training + evaluation every %d steps' % (
+        config.eval_during_training_every_n_steps)
+  return 'training'
+
+
+def dataset_line(config):
+  """'digits (train split, 1,497 images; eval on validation)', 'synthetic',
+  ... as the header's Dataset line says it."""
+  if not config.data_name:
+    return 'synthetic'
+  subset = 'validation' if config.eval else 'train'
+  where = '' if not config.data_dir else ' in %s' % config.data_dir
+  return '%s (%s split%s%s)' % (
+      config.data_name, subset, where,
+      ', distortions' if config.distortions and not config.eval else '')
+
+
+STEP_HEADER = 'Step\tImg/sec\tloss'
+ACCURACY_HEADER = '\ttop_1_accuracy\ttop_5_accuracy'
+
+
+def step_header(accuracy=False):
+  """tf_cnn_benchmarks' header of the step lines; `accuracy` adds its
+  top_1_accuracy and top_5_accuracy columns."""
+  return STEP_HEADER + (ACCURACY_HEADER if accuracy else '')
+
+
+def accuracy_line(top_1, top_5, count, step=None):
+  """tf_cnn_benchmarks' evaluation line, 'Accuracy @ 1 = 0.9123 Accuracy @
+  5 = 0.9987 [300 examples]', after 'Step 20: ' when `step` is given."""
+  line = 'Accuracy @ 1 = %.4f Accuracy @ 5 = %.4f [%d examples]' % (
+      top_1, top_5, count)
+  return line if step is None else 'Step %d: %s' % (step, line)
 
 
 def training_options_line(config):
@@ -66,15 +110,19 @@ def perf_timing_str(batch_size, step_times):
 
 
 def record_step(step, elapsed, loss, step_times, losses, global_batch,
-                display_every, log):
+                display_every, log, accuracy=None):
   """Keeps timed step `step` (0-based) of `elapsed` seconds and its loss,
   and prints tf_cnn_benchmarks' progress line for the first step and every
-  `display_every`-th."""
+  `display_every`-th; `accuracy`, the batch's (top_1, top_5) fractions,
+  adds its two columns (three decimals, as tf_cnn_benchmarks)."""
   step_times.append(elapsed)
   losses.append(float(loss))
   if step == 0 or (step + 1) % display_every == 0:
-    log('%i\t%s\t%.3f' % (step + 1, perf_timing_str(global_batch,
-                                                     step_times), losses[-1]))
+    line = '%i\t%s\t%.3f' % (step + 1, perf_timing_str(global_batch,
+                                                       step_times), losses[-1])
+    if accuracy is not None:
+      line += '\t%.3f\t%.3f' % (accuracy[0], accuracy[1])
+    log(line)
 
 
 def report_throughput(global_batch, step_times, total_seconds, log):
