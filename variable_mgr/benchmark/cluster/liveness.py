@@ -4,10 +4,22 @@ connections).
 
 A task that never answered is still starting until `--startup_timeout_secs`
 has passed; after that it is dead. A task that answered once and no longer
-does is dead, unless it said it finished. A task that finds another dead
-raises `TaskFailedError`, which names the dead task, and exits with status
-1: so when a task dies, every other task exits non-zero within about
-`--op_timeout_secs` plus a probe interval.
+does is dead, unless it said it finished: at once when its host refuses the
+connection (its process is gone), after `--op_timeout_secs` without an
+answer for tasks that probe all along (PS tasks, asynchronous workers: see
+`Monitor.dead`). A task that finds another dead raises `TaskFailedError`,
+which names the dead task, and exits with status 1: so when a task dies,
+every other task exits non-zero within about `--op_timeout_secs` plus a
+probe interval (twice that for a PS that waits for a stopped worker).
+
+A task that reaches none of two or more other tasks, not even a refusal,
+says that its own link or network looks down, naming its own address,
+instead of naming every other task dead (`own_link_down`).
+
+Asynchronous workers never wait for each other, so nothing but probes tells
+them that a peer died: a `Watcher` thread probes the peers every
+PROBE_INTERVAL_SECS while the worker trains (a probe never holds up a
+step), and the worker raises its verdict between steps.
 
 While a task waits for others to come up it says so every
 WAIT_REPORT_SECS: which tasks, at which address, for how long, and when it
@@ -15,6 +27,7 @@ gives up.
 """
 
 import socket
+import threading
 import time
 
 from variable_mgr.benchmark.cluster import task_spec
@@ -61,9 +74,20 @@ HTTP2_PREFACE = (b'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n' +
 ANSWER_TIMEOUT_SECS = 3.0
 
 
-def reachable(address, timeout=CONNECT_TIMEOUT_SECS,
-              answer_timeout=ANSWER_TIMEOUT_SECS):
-  """Whether a running server answers at 'host:port'.
+# What a probe of a task's address found (see `probe`).
+ANSWERED = 'answered'
+# Its host answered and no process listens: the task is gone.
+REFUSED = 'refused'
+# Connected, but no server's answer: the process is stopped or hung.
+SILENT = 'silent'
+# No connection at all (a timeout, no route): its host or the network
+# between, this task's own link included, is down.
+UNREACHABLE = 'unreachable'
+
+
+def probe(address, timeout=CONNECT_TIMEOUT_SECS,
+          answer_timeout=ANSWER_TIMEOUT_SECS):
+  """What answers at 'host:port': ANSWERED, REFUSED, SILENT or UNREACHABLE.
 
   A TCP connection is not enough: the kernel completes the handshake of a
   listening socket whose process is stopped (SIGSTOP) or hung, so the probe
@@ -73,16 +97,36 @@ def reachable(address, timeout=CONNECT_TIMEOUT_SECS,
   host, port = task_spec.split_address(address)
   try:
     sock = socket.create_connection((host, port), timeout=timeout)
+  except ConnectionRefusedError:
+    return REFUSED
   except (OSError, socket.timeout):
-    return False
+    return UNREACHABLE
   try:
     sock.settimeout(answer_timeout)
     sock.sendall(HTTP2_PREFACE)
-    return bool(sock.recv(9))
+    return ANSWERED if sock.recv(9) else SILENT
   except (OSError, socket.timeout):
-    return False
+    return SILENT
   finally:
     sock.close()
+
+
+def reachable(address, timeout=CONNECT_TIMEOUT_SECS,
+              answer_timeout=ANSWER_TIMEOUT_SECS):
+  """Whether a running server answers at 'host:port' (see `probe`)."""
+  return probe(address, timeout, answer_timeout) == ANSWERED
+
+
+def own_link_down(found):
+  """Whether a task's own link or network looks down, from what its probes
+  of every other task it still needs found ({name: probe result}).
+
+  When none of two or more other tasks can be reached at all (no refusal,
+  no connection), the one thing they share is this task's own link: its
+  peers are not all dead at once. With one other task the two cannot be
+  told apart; a refusal or a silent connection proves the path works.
+  """
+  return len(found) >= 2 and all(f == UNREACHABLE for f in found.values())
 
 
 class Monitor(object):
@@ -101,6 +145,10 @@ class Monitor(object):
     self.seen = set()
     self.log = log
     self._last_report = self.started
+    # name -> (time, probe result) of the latest probe of each task, and
+    # name -> time it last answered.
+    self.found = {}
+    self.answered = {}
 
   def report_waiting(self, waiting, now=None):
     """Prints what this task waits for, at most every WAIT_REPORT_SECS.
@@ -122,16 +170,42 @@ class Monitor(object):
             if job in jobs and (job, i) != (self.spec.job_name,
                                             self.spec.task_index)]
 
-  def dead(self, tasks, finished=None):
-    """[(name, address, why)] of the dead among `tasks`."""
+  def probe(self, name, address):
+    """Probes task `name` at `address`; records and returns the result."""
+    found = probe(address)
+    now = time.time()
+    self.found[name] = (now, found)
+    if found == ANSWERED:
+      self.seen.add(name)
+      self.answered[name] = now
+    return found
+
+  def dead(self, tasks, finished=None, patience=0.0):
+    """[(name, address, why)] of the dead among `tasks`.
+
+    Args:
+      tasks: [(job, index, address)].
+      finished: `finished(name)` says whether a task that no longer
+        answers ended normally.
+      patience: seconds a task that answered once may go without
+        answering, while its address is not refused, before it counts as
+        dead. 0 (a call already failed or timed out): dead at once.
+        Tasks that probe their peers all along (PS tasks, asynchronous
+        workers) pass --op_timeout_secs, the time a synchronous worker
+        waits for a peer: a peer stopped or behind a slow, full link for a
+        moment is not dead, one whose process is gone (refused) is.
+    """
     result = []
     waiting = []
     for job, i, address in tasks:
       name = task_spec.task_name(job, i)
-      if reachable(address):
-        self.seen.add(name)
+      found = self.probe(name, address)
+      if found == ANSWERED:
         continue
       if name in self.seen:
+        if (patience and found != REFUSED and
+            time.time() - self.answered.get(name, 0.0) < patience):
+          continue
         if finished is not None and finished(name):
           continue
         result.append((name, address, 'stopped answering'))
@@ -144,26 +218,67 @@ class Monitor(object):
     return result
 
   def failure(self, dead, context):
-    """A TaskFailedError that names the dead tasks."""
-    described = ', '.join('%s at %s (%s)' % d for d in dead)
+    """A TaskFailedError that names the dead tasks, or, when this task
+    reaches none of the other tasks (see `own_link_down`), says that its own
+    link or network looks down and names this task's address.
+
+    Args:
+      dead: [(name, address, why)] from `dead`.
+      context: what this task was doing.
+    """
     if _train_dir:
       advice = ('restart the cluster: a rerun with the same --train_dir=%s '
                 'resumes from its last checkpoint' % _train_dir)
     else:
       advice = 'restart the cluster'
+    others = self.unreached_others(dead)
+    if others is not None:
+      return TaskFailedError(
+          'task %s at %s reaches none of the other tasks (%s: no '
+          'connection): its own link or network looks down, not every '
+          'other task at once; %s. Check the link and address of this host '
+          '(%s), then %s.' % (
+              self.spec.name, self.spec.address,
+              ', '.join('%s at %s' % o for o in others),
+              context.rstrip('.'), self.spec.address, advice))
+    described = ', '.join('%s at %s (%s)' % d for d in dead)
     return TaskFailedError(
         'dead task%s: %s; %s. Every task of a cluster is needed: %s.' % (
             's' if len(dead) > 1 else '', described, context.rstrip('.'),
             advice), [d[0] for d in dead])
 
+  def unreached_others(self, dead, fresh_secs=None):
+    """[(name, address)] of every other task when this one reaches none of
+    them (`own_link_down`), else None. Probes those that `dead` did not
+    name, and those probed longer ago than `fresh_secs` (default
+    PROBE_INTERVAL_SECS), until one is reached.
+
+    A task that finished normally needs no exception: its host refuses
+    the connection, which proves the path works.
+    """
+    fresh_secs = PROBE_INTERVAL_SECS if fresh_secs is None else fresh_secs
+    named = set(d[0] for d in dead)
+    needed = [(task_spec.task_name(job, i), address)
+              for job, i, address in self.others()]
+    if len(needed) < 2:
+      return None
+    found = {}
+    for name, address in needed:
+      when, result = self.found.get(name, (0.0, None))
+      if name not in named or time.time() - when > fresh_secs:
+        result = self.probe(name, address)
+      found[name] = result
+      if result != UNREACHABLE:
+        return None  # Without probing the rest.
+    return needed if own_link_down(found) else None
+
   def wait_for(self, tasks, deadline):
     """Blocks until every task answers; raises TaskFailedError at
     `deadline` naming those that never did."""
     while True:
-      missing = [t for t in tasks if not reachable(t[2])]
-      for job, i, _ in tasks:
-        if (job, i, _) not in missing:
-          self.seen.add(task_spec.task_name(job, i))
+      missing = [t for t in tasks
+                 if self.probe(task_spec.task_name(t[0], t[1]), t[2]) !=
+                 ANSWERED]
       if not missing:
         return
       if time.time() > deadline:
@@ -175,3 +290,52 @@ class Monitor(object):
       self.report_waiting([(task_spec.task_name(job, i), address)
                            for job, i, address in missing])
       time.sleep(0.2)
+
+
+class Watcher(object):
+  """Probes `tasks` every PROBE_INTERVAL_SECS in a thread of its own, with
+  `Monitor.dead(tasks, finished, patience)`; `check()`, called between
+  steps, raises the failure once one is dead.
+
+  Why a thread and not probes between steps: a probe of a peer that does
+  not answer takes up to CONNECT_TIMEOUT_SECS + ANSWER_TIMEOUT_SECS, and
+  every probe a round trip on the worker's own link; in the step loop each
+  would hold up this worker's training (and count in its images/sec) for
+  a peer it does not wait for. Between steps is still when the verdict is
+  acted on: a peer's death does not hold up this worker's step (it fails
+  by itself, naming the PS, if the PS is what died), and the PS serves on
+  --op_timeout_secs after it found a worker dead, longer than any step
+  can take, so this worker names the dead peer, not the PS that stopped
+  because of it.
+  """
+
+  def __init__(self, monitor, tasks, finished, patience, context):
+    self.monitor = monitor
+    self.tasks = tasks
+    self.finished = finished
+    self.patience = patience
+    self.context = context
+    self.error = None
+    self._stop = threading.Event()
+    self._thread = threading.Thread(target=self._watch, name='peer-watcher')
+    self._thread.daemon = True
+
+  def start(self):
+    if self.tasks:
+      self._thread.start()
+    return self
+
+  def _watch(self):
+    while not self._stop.wait(PROBE_INTERVAL_SECS):
+      dead = self.monitor.dead(self.tasks, self.finished, self.patience)
+      if dead and not self._stop.is_set():
+        self.error = self.monitor.failure(dead, self.context)
+        return
+
+  def check(self):
+    """Raises the TaskFailedError of a dead task, if one was found."""
+    if self.error is not None:
+      raise self.error
+
+  def stop(self):
+    self._stop.set()

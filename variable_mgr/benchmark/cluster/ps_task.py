@@ -61,7 +61,10 @@ def run_ps(spec, options, log=print):
       if len(finished) == spec.num_workers:
         log('%s: every worker finished; stopping' % spec.name)
         return 0
-      dead_ps = monitor.dead(monitor.others(('ps',)))
+      # Probed all along: a task stopped or behind a full link for a moment
+      # is not dead (a synchronous worker would wait for it that long).
+      patience = options.op_timeout_secs
+      dead_ps = monitor.dead(monitor.others(('ps',)), patience=patience)
       if dead_ps:
         # A PS stops once every worker finished, and workers tell every PS
         # in one call: give our own tokens a moment to arrive.
@@ -74,7 +77,8 @@ def run_ps(spec, options, log=print):
         raise monitor.failure(dead_ps, 'some workers had not finished')
       workers = [t for t in monitor.others(('worker',))
                  if task_spec.task_name(t[0], t[1]) not in finished]
-      dead = monitor.dead(workers, lambda name: name in finished_workers())
+      dead = monitor.dead(workers, lambda name: name in finished_workers(),
+                          patience)
       if dead:
         # Serve a while longer: workers blocked on this PS (a barrier) must
         # find the dead worker when their call times out, not this PS gone.

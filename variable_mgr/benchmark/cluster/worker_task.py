@@ -25,8 +25,8 @@ until every worker has done so.
   from the chief.
 * **Asynchronous steps** (`--cross_replica_sync=false`, parameter_server
   only): every worker applies its own updates when they are ready; the
-  global step counts every worker's updates, and the worker probes the
-  other workers between steps.
+  global step counts every worker's updates, and a thread probes the other
+  workers while the worker trains (`liveness.Watcher`).
 
 The chief saves a checkpoint every `--save_model_steps` steps and every
 `--save_model_secs` seconds (when not 0) and at the end into `--train_dir`,
@@ -163,8 +163,13 @@ def run_worker(spec, config, options, log=print):
     step_times, losses = [], []
     total_seconds = 0.0
     global_batch = config.batch_size * host.num_gpus
-    last_probe = time.time()
     started_all = False
+    watcher = None
+    if not sync:
+      # Asynchronous workers never wait for each other: watch the peers.
+      watcher = liveness.Watcher(
+          monitor, monitor.others(('worker',)), finished,
+          options.op_timeout_secs, 'it never said it finished').start()
     schedule = SaveSchedule(options.save_model_steps, config.save_model_secs)
     if config.num_warmup_batches:
       log('Running warm up')
@@ -175,12 +180,8 @@ def run_worker(spec, config, options, log=print):
           log('Done warm up')
         log('Step\tImg/sec\tloss')
         loop_start = time.time()
-      if not sync and time.time() - last_probe > liveness.PROBE_INTERVAL_SECS:
-        # Asynchronous workers never wait for each other: probe.
-        dead = monitor.dead(monitor.others(('worker',)), finished)
-        if dead:
-          raise monitor.failure(dead, 'it never said it finished')
-        last_probe = time.time()
+      if watcher is not None:
+        watcher.check()
       step_fetches = fetches
       if g.save_step is not None:
         # The chief's decision for this step, as every worker reads it.
@@ -212,6 +213,8 @@ def run_worker(spec, config, options, log=print):
                          global_batch, config.display_every, log)
     if step_times:
       total_seconds = time.time() - loop_start
+    if watcher is not None:
+      watcher.stop()
     global_step = int(call(g.global_step, 'reading the global step'))
     if g.saver is not None:
       _save(call, g, sess, config.train_dir, log)
