@@ -47,6 +47,10 @@ class DeadlineCaller(object):
     try:
       return self.sess.run(fetches, feed_dict=feed, options=options)
     except self.tf.errors.OpError as e:
+      # The call returned: the watchdog is done with it, and the probes
+      # that find who broke it (bounded by their own timeouts) may take
+      # longer than its margin.
+      self._pending = None
       raise self.explain(e, what, timeout)
     finally:
       self._pending = None
