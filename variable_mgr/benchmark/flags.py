@@ -27,6 +27,8 @@ a missing parent.
 """
 
 import argparse
+import difflib
+import json
 import math
 import os
 import re
@@ -42,6 +44,7 @@ STRATEGY_NAMES = ('independent', 'parameter_server', 'replicated',
 MODEL_NAMES = ('trivial', 'lenet', 'resnet20', 'resnet50', 'alexnet', 'vgg16',
                'inception3', 'resnet101', 'resnet152')
 DATA_NAMES = ('imagenet', 'cifar10', 'digits')
+OPTIMIZERS = ('sgd', 'momentum', 'rmsprop', 'adam')
 
 
 class UsageError(Exception):
@@ -71,10 +74,12 @@ def _named(flag, parse):
 
 
 def parse_bool(text):
+  """absl's boolean values (true, false, t, f, 1, 0, any case), and yes,
+  no, on, off."""
   value = str(text).lower()
-  if value in ('1', 'true', 'yes', 'on'):
+  if value in ('1', 'true', 't', 'yes', 'on'):
     return True
-  if value in ('0', 'false', 'no', 'off'):
+  if value in ('0', 'false', 'f', 'no', 'off'):
     return False
   raise argparse.ArgumentTypeError(
       'expected true or false; pass {flag}=true or {flag}=false')
@@ -128,6 +133,74 @@ def non_negative_float(text):
     raise argparse.ArgumentTypeError(
         'must be 0 or more; pass e.g. {flag}=0 or {flag}=0.0001')
   return value
+
+
+def fraction(text):
+  """A number in [0, 1): a decay or an Adam beta."""
+  value = _finite(text)
+  if not 0 <= value < 1:
+    raise argparse.ArgumentTypeError(
+        'must be at least 0 and below 1; pass e.g. {flag}=0.9')
+  return value
+
+
+def decay_factor(text):
+  """0 (no decay) or a factor above 0 and below 1."""
+  value = _finite(text)
+  if not 0 <= value < 1:
+    raise argparse.ArgumentTypeError(
+        'a decay factor is above 0 and below 1 (0: no decay); pass e.g. '
+        '{flag}=0.94')
+  return value
+
+
+def parse_piecewise_schedule(text):
+  """tf_cnn_benchmarks' "lr0;epoch1;lr1;...;epochN;lrN": the rates
+  [lr0, ..., lrN] (positive) and the epochs [epoch1, ..., epochN] (whole
+  numbers, above 0, increasing).
+
+  Raises:
+    argparse.ArgumentTypeError: saying which piece is wrong and how.
+  """
+  fix = ('pass e.g. {flag}="0.3;10;0.2;25;0.1" (0.3 until epoch 10, 0.2 '
+         'until 25, then 0.1)')
+  pieces = [p.strip() for p in str(text).split(';')]
+  if len(pieces) % 2 == 0:
+    raise argparse.ArgumentTypeError(
+        '%d pieces: a schedule is rates and epochs in turn, starting and '
+        'ending with a rate (an odd number of pieces); %s' % (
+            len(pieces), fix))
+  rates, epochs = [], []
+  for i, piece in enumerate(pieces):
+    if i % 2 == 0:
+      try:
+        rate = float(piece)
+      except ValueError:
+        rate = None
+      if rate is None or not math.isfinite(rate) or rate <= 0:
+        raise argparse.ArgumentTypeError(
+            'the rate %r is not a positive number; %s' % (piece, fix))
+      rates.append(rate)
+    else:
+      try:
+        epoch = int(piece)
+      except ValueError:
+        raise argparse.ArgumentTypeError(
+            'the epoch %r is not a whole number (tf_cnn_benchmarks reads '
+            'whole epochs); %s' % (piece, fix))
+      if epoch < 1 or (epochs and epoch <= epochs[-1]):
+        raise argparse.ArgumentTypeError(
+            'the epoch %d %s: the epochs where the rate changes are above 0 '
+            'and increasing; %s' % (
+                epoch, 'is not above 0' if epoch < 1 else
+                'does not follow %d' % epochs[-1], fix))
+      epochs.append(epoch)
+  return rates, epochs
+
+
+def piecewise_schedule(text):
+  parse_piecewise_schedule(text)
+  return text
 
 
 _RATE_UNITS = (('gbit', 10**9), ('mbit', 10**6), ('kbit', 10**3), ('bit', 1))
@@ -233,12 +306,32 @@ def _option_set_list(text):
 
 
 def _adder(container):
-  """`container.add_argument` whose `type` refusals name the flag."""
+  """`container.add_argument` whose `type` refusals name the flag as typed.
 
-  def add(flag, **kwargs):
-    if 'type' in kwargs:
-      kwargs['type'] = _named(flag, kwargs['type'])
-    return container.add_argument(flag, **kwargs)
+  `aliases`: other names of the flag (same destination; each refusal names
+  the one typed). `boolean=True`: an absl-style boolean, `--flag`,
+  `--flag=true|false|1|0` (the `--noflag` form is rewritten by
+  `_rewrite_argv` into `--flag=false`).
+  """
+
+  def add(flag, aliases=(), boolean=False, **kwargs):
+    if boolean:
+      kwargs.update(type=parse_bool, nargs='?', const=True)
+      kwargs.setdefault('metavar', 'true|false')
+    kwargs.setdefault('dest', flag[2:])
+    if aliases and kwargs.get('help') not in (None, argparse.SUPPRESS):
+      kwargs['help'] += ' (also %s)' % ', '.join(aliases)
+    first = None
+    for name in (flag,) + tuple(aliases):
+      options = dict(kwargs)
+      if 'type' in options:
+        options['type'] = _named(name, options['type'])
+      if first is not None:
+        options['help'] = argparse.SUPPRESS
+      action = container.add_argument(name, **options)
+      action.boolean = boolean
+      first = first or action
+    return first
 
   return add
 
@@ -261,9 +354,9 @@ def build_parser():
   add('--local_parameter_device', default='cpu', choices=('cpu', 'gpu'),
       help='where parameter_server keeps the variables (default: '
            '%(default)s)')
-  add('--staged_vars', type=parse_bool, nargs='?', const=True, default=False,
+  add('--staged_vars', boolean=True, default=False,
       help='read variables through staging areas (parameter_server only)')
-  add('--use_nccl', type=parse_bool, nargs='?', const=True, default=False,
+  add('--use_nccl', boolean=True, default=False,
       help='all-reduce with NCCL (replicated on GPUs only)')
   add('--all_reduce_spec', default=None,
       help='replicated: the all-reduce algorithm, e.g. xring, xring#2, '
@@ -282,20 +375,18 @@ def build_parser():
       help='replicated: relaxed applies each step the all-reduced gradient '
            'of the step before, so the all-reduce overlaps the next step '
            '(default: %(default)s)')
-  add('--compact_gradient_transfer', type=parse_bool, nargs='?', const=True,
-      default=False,
+  add('--compact_gradient_transfer', boolean=True, default=False,
       help='replicated: float32 gradients travel as float16')
-  add('--measure_traffic', type=parse_bool, nargs='?', const=True, default=False,
+  add('--measure_traffic', boolean=True, default=False,
       help='after the timed steps, run one more and print the bytes each '
            'device sent and received beside the ring lower bound')
-  add('--use_fp16', type=parse_bool, nargs='?', const=True, default=False,
+  add('--use_fp16', boolean=True, default=False,
       help='towers compute in float16 on float32 variables, with a loss '
            'scale')
   add('--fp16_loss_scale', type=positive_float, default=None,
       help='--use_fp16: the fixed loss scale, or the first one with '
            '--fp16_enable_auto_loss_scale (default: 128)')
-  add('--fp16_enable_auto_loss_scale', type=parse_bool, nargs='?',
-      const=True, default=False,
+  add('--fp16_enable_auto_loss_scale', boolean=True, default=False,
       help='--use_fp16: halve the loss scale and skip the step when a '
            'gradient holds an inf or NaN on any tower; double it after '
            '--fp16_inc_loss_scale_every_n good steps')
@@ -314,17 +405,14 @@ def build_parser():
   add('--display_every', type=int_at_least(1), default=10,
       help='print a progress line every this many steps (default: '
            '%(default)s)')
-  add('--optimizer', default='sgd', choices=('sgd', 'momentum'),
-      help='(default: %(default)s)')
-  add('--learning_rate', type=positive_float, default=None,
-      help='(default: the model\'s)')
-  add('--momentum', type=positive_float, default=0.9,
-      help='momentum of --optimizer=momentum (default: %(default)s)')
+  _add_optimizer_flags(p)
   add('--weight_decay', type=non_negative_float, default=None,
       help='L2 factor on weights (default: the model\'s)')
-  add('--seed', type=integer, default=1234,
-      help='graph-level random seed of initial values and synthetic data')
-  add('--use_resource_vars', type=parse_bool, nargs='?', const=True, default=None,
+  add('--tf_random_seed', aliases=('--seed',), type=integer, default=1234,
+      dest='seed',
+      help='graph-level random seed of initial values and synthetic data '
+           '(default: %(default)s)')
+  add('--use_resource_vars', boolean=True, default=None,
       help='true: resource variables; false: ref variables (default: '
            'TensorFlow\'s, ref in 1.15, resource in 2.x)')
   add('--train_dir', default=None,
@@ -339,7 +427,7 @@ def build_parser():
   add('--output', default=None,
       help='write the results as JSON to this file (its directory must '
            'exist)')
-  add('--compare', action='store_true',
+  add('--compare', boolean=True, default=False,
       help='sweep strategies x tower counts; write a Markdown table and a '
            'PNG chart into --compare_dir')
   add('--compare_dir', default='benchmark_compare',
@@ -362,6 +450,52 @@ def build_parser():
   return p
 
 
+def _add_optimizer_flags(parser):
+  """The optimizer and its learning rate, as tf_cnn_benchmarks names them."""
+  add = _adder(parser)
+  add('--optimizer', default='sgd', choices=OPTIMIZERS,
+      help='sgd, momentum, rmsprop or adam (default: %(default)s)')
+  add('--init_learning_rate', aliases=('--learning_rate',),
+      type=positive_float, default=None, dest='learning_rate',
+      help='the initial learning rate (default: the model\'s; for resnet50, '
+           'resnet101 and resnet152 tf_cnn_benchmarks\' schedule, scaled '
+           'with the global batch)')
+  add('--piecewise_learning_rate_schedule', type=piecewise_schedule,
+      default=None,
+      help='"lr0;epoch1;lr1;...;epochN;lrN": lr0 until epoch1 (whole epochs '
+           'from 0, increasing), then lr1, ...')
+  add('--num_epochs_per_decay', type=non_negative_float, default=0.0,
+      help='with --learning_rate_decay_factor: multiply the rate by the '
+           'factor every this many epochs (staircase) (default: 0, off)')
+  add('--learning_rate_decay_factor', type=decay_factor, default=0.0,
+      help='the factor of --num_epochs_per_decay, above 0 and below 1 '
+           '(default: 0, off)')
+  add('--num_learning_rate_warmup_epochs', type=non_negative_float,
+      default=0.0,
+      help='raise the rate linearly from 0 to the initial one over this '
+           'many epochs (default: 0, off)')
+  add('--minimum_learning_rate', type=non_negative_float, default=0.0,
+      help='the decay never takes the rate below this (default: 0)')
+  add('--resnet_base_lr', type=positive_float, default=None,
+      help='resnet50, resnet101, resnet152: the base rate of the default '
+           'schedule at a global batch of 256 (default: 0.128)')
+  add('--momentum', type=positive_float, default=0.9,
+      help='--optimizer=momentum: the momentum (default: %(default)s)')
+  add('--rmsprop_decay', type=fraction, default=0.9,
+      help='--optimizer=rmsprop: the decay of the mean square (default: '
+           '%(default)s)')
+  add('--rmsprop_momentum', type=non_negative_float, default=0.9,
+      help='--optimizer=rmsprop: the momentum (default: %(default)s)')
+  add('--rmsprop_epsilon', type=positive_float, default=1.0,
+      help='--optimizer=rmsprop: the epsilon (default: %(default)s)')
+  add('--adam_beta1', type=fraction, default=0.9,
+      help='--optimizer=adam: beta1 (default: %(default)s)')
+  add('--adam_beta2', type=fraction, default=0.999,
+      help='--optimizer=adam: beta2 (default: %(default)s)')
+  add('--adam_epsilon', type=positive_float, default=1e-8,
+      help='--optimizer=adam: the epsilon (default: %(default)s)')
+
+
 def _add_data_flags(parser):
   """Input, evaluation, session and checkpoint flags, under
   tf_cnn_benchmarks' names."""
@@ -374,11 +508,10 @@ def _add_data_flags(parser):
       help='the directory of --data_name\'s files')
   add('--data_format', default='NHWC', choices=('NHWC', 'NCHW'),
       help='the images\' layout (default: %(default)s)')
-  add('--distortions', type=parse_bool, nargs='?', const=True,
-      default=False,
+  add('--distortions', boolean=True, default=False,
       help='distort the training images (crops, flips, colour) as '
            'tf_cnn_benchmarks does')
-  add('--eval', type=parse_bool, nargs='?', const=True, default=False,
+  add('--eval', boolean=True, default=False,
       help='evaluate the latest checkpoint of --train_dir on the eval split '
            'instead of training; prints top-1 and top-5 accuracy')
   add('--num_eval_batches', type=int_at_least(1), default=None,
@@ -386,11 +519,9 @@ def _add_data_flags(parser):
   add('--eval_during_training_every_n_steps', type=int_at_least(1),
       default=None,
       help='evaluate the training variables every this many steps')
-  add('--forward_only', type=parse_bool, nargs='?', const=True,
-      default=False,
+  add('--forward_only', boolean=True, default=False,
       help='run the forward pass only: no gradients, no updates')
-  add('--print_training_accuracy', type=parse_bool, nargs='?', const=True,
-      default=False,
+  add('--print_training_accuracy', boolean=True, default=False,
       help='add the batch\'s top-1 and top-5 accuracy to the step lines')
   add('--num_intra_threads', type=int_at_least(0), default=None,
       help='threads of one op (default: TensorFlow\'s)')
@@ -425,8 +556,7 @@ def _add_cluster_flags(parser):
       help='comma-separated host:port of the PS tasks')
   add('--worker_hosts', default='',
       help='comma-separated host:port of the workers; worker 0 is the chief')
-  add('--cross_replica_sync', type=parse_bool, nargs='?', const=True,
-      default=True,
+  add('--cross_replica_sync', boolean=True, default=True,
       help='synchronous steps across workers (default); false: '
            'asynchronous parameter_server')
   add('--op_timeout_secs', type=positive_float, default=60.0,
@@ -442,7 +572,7 @@ def _add_cluster_flags(parser):
       help='distributed PS strategies: split every variable of more than '
            'this many bytes into at most one slice a PS task, none under '
            'this size (default: 0, off)')
-  add('--launch_local_cluster', action='store_true',
+  add('--launch_local_cluster', boolean=True, default=False,
       help='start --num_ps PS tasks and --num_workers workers as processes '
            'on 127.0.0.1 and report the cluster\'s total images/sec')
   add('--num_ps', type=int_at_least(1), default=1,
@@ -454,6 +584,538 @@ def _add_cluster_flags(parser):
            'namespace (its own address; Linux and root only), each link '
            'shaped to this speed both ways, e.g. 200mbit or 1gbit '
            '(default: loopback, unshaped)')
+
+
+# tf_cnn_benchmarks' flags (scripts/tf_cnn_benchmarks/benchmark_cnn.py of
+# tensorflow/benchmarks, 137 flags): (name, kind, default). Kinds: bool,
+# int, float, string, enum, list. A flag of this table that the parser
+# lacks is refused by name (`_rewrite_argv`), unless its value is one of
+# TF_CNN_SAME_VALUES.
+TF_CNN_FLAGS = (
+    ('model', 'string', 'trivial'),
+    ('eval', 'bool', False),
+    ('eval_interval_secs', 'int', 0),
+    ('eval_during_training_every_n_steps', 'int', None),
+    ('eval_during_training_every_n_epochs', 'float', None),
+    ('eval_during_training_at_specified_steps', 'list', ''),
+    ('eval_during_training_at_specified_epochs', 'list', ''),
+    ('forward_only', 'bool', False),
+    ('freeze_when_forward_only', 'bool', False),
+    ('print_training_accuracy', 'bool', False),
+    ('batch_size', 'int', 0),
+    ('eval_batch_size', 'int', 0),
+    ('batch_group_size', 'int', 1),
+    ('num_batches', 'int', None),
+    ('num_eval_batches', 'int', None),
+    ('num_epochs', 'float', None),
+    ('num_eval_epochs', 'float', None),
+    ('stop_at_top_1_accuracy', 'float', None),
+    ('collect_eval_results_async', 'bool', False),
+    ('num_warmup_batches', 'int', None),
+    ('autotune_threshold', 'int', None),
+    ('num_gpus', 'int', 1),
+    ('gpu_indices', 'string', ''),
+    ('display_every', 'int', 10),
+    ('display_perf_ewma', 'float', None),
+    ('data_dir', 'string', None),
+    ('data_name', 'string', None),
+    ('resize_method', 'string', 'bilinear'),
+    ('distortions', 'bool', False),
+    ('use_datasets', 'bool', True),
+    ('input_preprocessor', 'string', 'default'),
+    ('gpu_thread_mode', 'string', 'gpu_private'),
+    ('per_gpu_thread_count', 'int', 0),
+    ('hierarchical_copy', 'bool', False),
+    ('network_topology', 'enum', 'dgx1'),
+    ('gradient_repacking', 'int', 0),
+    ('compact_gradient_transfer', 'bool', True),
+    ('variable_consistency', 'enum', 'strong'),
+    ('datasets_repeat_cached_sample', 'bool', False),
+    ('local_parameter_device', 'enum', 'gpu'),
+    ('device', 'enum', 'gpu'),
+    ('data_format', 'enum', 'NCHW'),
+    ('num_intra_threads', 'int', None),
+    ('num_inter_threads', 'int', 0),
+    ('use_numa_affinity', 'bool', False),
+    ('trace_file', 'string', ''),
+    ('use_chrome_trace_format', 'bool', True),
+    ('tfprof_file', 'string', None),
+    ('graph_file', 'string', None),
+    ('partitioned_graph_file_prefix', 'string', None),
+    ('optimizer', 'enum', 'sgd'),
+    ('init_learning_rate', 'float', None),
+    ('piecewise_learning_rate_schedule', 'string', None),
+    ('num_epochs_per_decay', 'float', 0),
+    ('learning_rate_decay_factor', 'float', 0),
+    ('num_learning_rate_warmup_epochs', 'float', 0),
+    ('minimum_learning_rate', 'float', 0),
+    ('resnet_base_lr', 'float', None),
+    ('momentum', 'float', 0.9),
+    ('rmsprop_decay', 'float', 0.9),
+    ('rmsprop_momentum', 'float', 0.9),
+    ('rmsprop_epsilon', 'float', 1.0),
+    ('adam_beta1', 'float', 0.9),
+    ('adam_beta2', 'float', 0.999),
+    ('adam_epsilon', 'float', 1e-8),
+    ('gradient_clip', 'float', None),
+    ('weight_decay', 'float', 0.00004),
+    ('gpu_memory_frac_for_testing', 'float', 0),
+    ('use_unified_memory', 'bool', None),
+    ('timestamped_allocator', 'bool', False),
+    ('gpu_kt_max_interval', 'int', 0),
+    ('gpu_kt_max_bytes', 'int', 0),
+    ('gpu_kt_max_pending', 'int', 0),
+    ('use_tf_layers', 'bool', True),
+    ('tf_random_seed', 'int', 1234),
+    ('debugger', 'string', None),
+    ('use_python32_barrier', 'bool', False),
+    ('ml_perf', 'bool', False),
+    ('datasets_use_prefetch', 'bool', True),
+    ('datasets_prefetch_buffer_size', 'int', 1),
+    ('datasets_num_private_threads', 'int', None),
+    ('datasets_use_caching', 'bool', False),
+    ('datasets_parallel_interleave_cycle_length', 'int', None),
+    ('datasets_sloppy_parallel_interleave', 'bool', False),
+    ('datasets_parallel_interleave_prefetch', 'int', None),
+    ('multi_device_iterator_max_buffer_size', 'int', 1),
+    ('winograd_nonfused', 'bool', True),
+    ('batchnorm_persistent', 'bool', True),
+    ('sync_on_finish', 'bool', False),
+    ('staged_vars', 'bool', False),
+    ('force_gpu_compatible', 'bool', False),
+    ('allow_growth', 'bool', None),
+    ('xla', 'bool', False),
+    ('xla_compile', 'bool', False),
+    ('fuse_decode_and_crop', 'bool', True),
+    ('distort_color_in_yiq', 'bool', True),
+    ('enable_optimizations', 'bool', True),
+    ('rewriter_config', 'string', None),
+    ('loss_type_to_report', 'enum', 'total_loss'),
+    ('single_l2_loss_op', 'bool', False),
+    ('use_resource_vars', 'bool', False),
+    ('compute_lr_on_cpu', 'bool', False),
+    ('sparse_to_dense_grads', 'bool', False),
+    ('mkl', 'bool', False),
+    ('kmp_blocktime', 'int', 0),
+    ('kmp_affinity', 'string', 'granularity=fine,verbose,compact,1,0'),
+    ('kmp_settings', 'int', 1),
+    ('use_fp16', 'bool', False),
+    ('fp16_loss_scale', 'float', None),
+    ('fp16_vars', 'bool', False),
+    ('fp16_enable_auto_loss_scale', 'bool', False),
+    ('fp16_inc_loss_scale_every_n', 'int', 1000),
+    ('variable_update', 'enum', 'parameter_server'),
+    ('all_reduce_spec', 'string', None),
+    ('agg_small_grads_max_bytes', 'int', 0),
+    ('agg_small_grads_max_group', 'int', 10),
+    ('allreduce_merge_scope', 'int', 1),
+    ('job_name', 'enum', ''),
+    ('ps_hosts', 'string', ''),
+    ('worker_hosts', 'string', ''),
+    ('controller_host', 'string', None),
+    ('task_index', 'int', 0),
+    ('server_protocol', 'string', 'grpc'),
+    ('cross_replica_sync', 'bool', True),
+    ('horovod_device', 'string', ''),
+    ('summary_verbosity', 'int', 0),
+    ('save_summaries_steps', 'int', 0),
+    ('save_model_secs', 'int', 0),
+    ('save_model_steps', 'int', None),
+    ('max_ckpts_to_keep', 'int', 5),
+    ('train_dir', 'string', None),
+    ('eval_dir', 'string', '/tmp/tf_cnn_benchmarks/eval'),
+    ('backbone_model_path', 'string', None),
+    ('trt_mode', 'enum', ''),
+    ('trt_max_workspace_size_bytes', 'int', 4 << 30),
+    ('benchmark_log_dir', 'string', None),
+    ('benchmark_test_id', 'string', None),
+)
+TF_CNN_FLAG_KINDS = dict((name, kind) for name, kind, _ in TF_CNN_FLAGS)
+
+# tf_cnn_benchmarks flags this benchmark does not have, with the one value
+# that says what it always does: given with that value, the flag is
+# accepted (and changes nothing); any other value is refused.
+TF_CNN_SAME_VALUES = {
+    'batch_group_size': 1,              # one batch a step
+    'collect_eval_results_async': False,
+    'datasets_repeat_cached_sample': False,
+    'datasets_use_caching': False,
+    'enable_optimizations': True,       # grappler is never turned off
+    'eval_interval_secs': 0,            # --eval evaluates once
+    'force_gpu_compatible': False,
+    'fp16_vars': False,                 # --use_fp16 keeps float32 variables
+    'freeze_when_forward_only': False,
+    'gpu_memory_frac_for_testing': 0.0,
+    'hierarchical_copy': False,
+    'loss_type_to_report': 'total_loss',  # the loss printed has the L2 term
+    'ml_perf': False,
+    'mkl': False,
+    'resize_method': 'bilinear',
+    'server_protocol': 'grpc',
+    'single_l2_loss_op': False,         # one L2 loss a weight
+    'sparse_to_dense_grads': False,
+    'sync_on_finish': False,
+    'timestamped_allocator': False,
+    'trt_mode': '',
+    'use_chrome_trace_format': True,    # --trace_file writes a Chrome trace
+    'use_numa_affinity': False,
+    'use_python32_barrier': False,
+    'use_unified_memory': False,
+    'xla': False,
+    'xla_compile': False,
+}
+
+# Each model's default batch a tower and each data set's training
+# examples, written out so that parsing imports neither `models` nor
+# `datasets` (tests check that they agree). Synthetic data counts
+# ImageNet's epoch, as tf_cnn_benchmarks does.
+MODEL_BATCH_SIZES = {
+    'trivial': 32, 'lenet': 32, 'resnet20': 32, 'resnet50': 32,
+    'alexnet': 512, 'vgg16': 64, 'inception3': 32, 'resnet101': 64,
+    'resnet152': 64}
+IMAGENET_NUM_TRAIN_IMAGES = 1281167
+EXAMPLES_PER_EPOCH = {None: IMAGENET_NUM_TRAIN_IMAGES,
+                      'imagenet': IMAGENET_NUM_TRAIN_IMAGES,
+                      'cifar10': 50000, 'digits': 1497}
+# The models whose default learning rate is tf_cnn_benchmarks' ImageNet
+# ResNet schedule, scaled with the global batch (see optimizers).
+SCALED_RATE_MODELS = ('resnet50', 'resnet101', 'resnet152')
+# Flags read by one optimizer only.
+OPTIMIZER_FLAGS = (('momentum', ('momentum',)),
+                   ('rmsprop', ('rmsprop_decay', 'rmsprop_momentum',
+                                'rmsprop_epsilon')),
+                   ('adam', ('adam_beta1', 'adam_beta2', 'adam_epsilon')))
+# Destinations whose flag has another name in tf_cnn_benchmarks.
+CANONICAL_NAMES = {'learning_rate': 'init_learning_rate',
+                   'seed': 'tf_random_seed'}
+
+
+def _tf_cnn_value(kind, text):
+  """The value `text` of a tf_cnn_benchmarks flag of `kind`, or text
+  itself when it does not parse as one."""
+  try:
+    if kind == 'bool':
+      return parse_bool(text)
+    if kind == 'int':
+      return int(text)
+    if kind == 'float':
+      return float(text)
+  except (ValueError, argparse.ArgumentTypeError):
+    return text
+  return text
+
+
+def _refuse_tf_cnn(flag, kind, given, value):
+  """Raises the UsageError of an unsupported tf_cnn_benchmarks flag `flag`
+  given as `given` (the text typed) with `value`."""
+  if flag in TF_CNN_SAME_VALUES:
+    same = TF_CNN_SAME_VALUES[flag]
+    if kind == 'bool':
+      always = '--%s' % flag if same else '--no%s' % flag
+    else:
+      always = '--%s=%s' % (flag, same if same != '' else "''")
+    raise UsageError(
+        '%s: a tf_cnn_benchmarks flag this benchmark does not support (it '
+        'always runs as %s); drop it' % (given, always))
+  raise UsageError('%s: a tf_cnn_benchmarks flag this benchmark does not '
+                   'support; drop it' % given)
+
+
+def _rewrite_argv(argv, parser):
+  """`argv` as argparse reads it, and the name each flag was typed as.
+
+  absl's `--noflag` becomes `--flag=false` for a boolean flag. A
+  tf_cnn_benchmarks flag this benchmark lacks is refused by name (or
+  dropped when given with the value in TF_CNN_SAME_VALUES); any other
+  unknown flag is refused, with the nearest name.
+
+  Returns:
+    (argv, names, values): names maps a destination to the flag typed for
+    it, e.g. {'seed': '--tf_random_seed', 'staged_vars': '--nostaged_vars'},
+    values to its value as typed (the last one given), e.g. {'seed': '07'}.
+
+  Raises:
+    UsageError: an unsupported or unknown flag, or `--noflag=value`.
+  """
+  options = {}
+  for action in parser._actions:  # pylint: disable=protected-access
+    for option in action.option_strings:
+      options[option] = action
+  result, names, values = [], {}, {}
+  i = 0
+  while i < len(argv):
+    token = argv[i]
+    i += 1
+    if token == '--':
+      result.extend(argv[i - 1:])
+      break
+    if not token.startswith('--'):
+      result.append(token)
+      continue
+    name, eq, value = token.partition('=')
+    if name in options:
+      action = options[name]
+      names[action.dest] = name
+      if eq:
+        values[action.dest] = value
+      elif action.nargs in (None, '?') and i < len(argv) and (
+          _is_value(argv[i], action)):
+        values[action.dest] = argv[i]
+      else:
+        values.pop(action.dest, None)
+      result.append(token)
+      continue
+    negated = options.get('--' + name[4:]) if name.startswith('--no') else None
+    if negated is not None and getattr(negated, 'boolean', False):
+      if eq:
+        raise UsageError(
+            '%s: the --no form of a boolean takes no value; pass %s or '
+            '--%s=%s' % (token, name, name[4:], value))
+      names[negated.dest] = name
+      values.pop(negated.dest, None)
+      result.append('--%s=false' % name[4:])
+      continue
+    flag = name[2:]
+    if flag not in TF_CNN_FLAG_KINDS and flag.startswith('no') and (
+        TF_CNN_FLAG_KINDS.get(flag[2:]) == 'bool'):
+      if eq:
+        raise UsageError(
+            '%s: the --no form of a boolean takes no value; and --%s is a '
+            'tf_cnn_benchmarks flag this benchmark does not support; drop '
+            'it' % (token, flag[2:]))
+      flag = flag[2:]
+      kind = 'bool'
+      given, parsed = name, False
+    elif flag in TF_CNN_FLAG_KINDS:
+      kind = TF_CNN_FLAG_KINDS[flag]
+      if eq:
+        given, parsed = token, _tf_cnn_value(kind, value)
+      elif kind == 'bool':
+        given, parsed = name, True
+      elif i < len(argv) and not argv[i].startswith('--'):
+        given, parsed = '%s=%s' % (name, argv[i]), _tf_cnn_value(kind,
+                                                                 argv[i])
+        i += 1
+      else:
+        given, parsed = name, None
+    else:
+      prefixed = set(a.dest for o, a in options.items() if o.startswith(name))
+      if len(prefixed) == 1:
+        dest = list(prefixed)[0]
+        names[dest] = name
+        if eq:
+          values[dest] = value
+      if prefixed or len(name) < 3:
+        result.append(token)  # an abbreviation (argparse resolves it)
+        continue
+      near = difflib.get_close_matches(name, list(options), 1, 0.75)
+      raise UsageError(
+          '%s: not a flag of this benchmark, nor of tf_cnn_benchmarks; %s' % (
+              token, 'did you mean %s? (--help lists the flags)' % near[0]
+              if near else '--help lists the flags'))
+    same = TF_CNN_SAME_VALUES.get(flag, _NO_VALUE)
+    if parsed is not None and parsed == same and type(parsed) is type(same):
+      continue  # What this benchmark does anyway.
+    _refuse_tf_cnn(flag, kind, given, parsed)
+  return result, names, values
+
+
+def _is_value(token, action):
+  """Whether argparse takes `token` as the value of `action` (a token
+  after its flag)."""
+  if action.nargs == '?':  # A boolean: a value only if one of its words.
+    try:
+      parse_bool(token)
+      return True
+    except argparse.ArgumentTypeError:
+      return False
+  return not token.startswith('-') or bool(re.match(r'^-\d+$|^-\d*\.\d+$',
+                                                   token))
+
+
+_NO_VALUE = object()
+
+
+class TypedFlags(set):
+  """The destinations of the flags a command line gives; `names` maps
+  each to the flag as typed (an alias, a `--no` form, an abbreviation)."""
+
+  def __init__(self, dests=(), names=None, values=None):
+    super(TypedFlags, self).__init__(dests)
+    self.names = dict(names or {})
+    self.values = dict(values or {})
+
+
+def _typed_name(args, dest):
+  names = getattr(args, 'typed_names', None) or {}
+  return names.get(dest, '--' + CANONICAL_NAMES.get(dest, dest))
+
+
+def _global_batches(args, environ):
+  """The global batches of the runs `args` ask for, when the flags say
+  them (the cluster's workers from --num_workers, --worker_hosts or
+  TF_CONFIG)."""
+  per_tower = args.batch_size or MODEL_BATCH_SIZES.get(args.model, 32)
+  towers = list(args.compare_towers) if args.compare else [args.num_gpus]
+  workers = 1
+  if args.launch_local_cluster:
+    workers = args.num_workers
+  elif args.job_name and args.worker_hosts:
+    workers = len([h for h in args.worker_hosts.split(',') if h.strip()])
+  elif environ.get('TF_CONFIG', '').strip():
+    try:
+      cluster = json.loads(environ['TF_CONFIG']).get('cluster', {})
+      workers = len(cluster.get('worker', [])) + len(cluster.get('chief', []))
+    except (ValueError, AttributeError, TypeError):
+      workers = 1
+  return sorted(set(per_tower * t * max(workers, 1) for t in towers))
+
+
+def learning_rate_steps(config, global_batch, examples_per_epoch):
+  """The steps of the learning-rate schedule `config` asks for, as
+  tf_cnn_benchmarks computes them (an epoch is examples_per_epoch /
+  global_batch steps, not rounded).
+
+  Args:
+    config: the parsed flags or a BenchmarkConfig.
+    global_batch: images a step over every tower of every worker.
+    examples_per_epoch: the training examples of an epoch.
+
+  Returns:
+    {'boundaries': the last step of each piece of
+    --piecewise_learning_rate_schedule, 'decay_steps': steps between two
+    decays, 'warmup_steps': steps of the warmup}; a key is None when its
+    flag is off.
+
+  Raises:
+    UsageError: a schedule whose steps collapse at this global batch (a
+      decay every 0 steps, a warmup of 0 steps, two rate changes at one
+      step), naming the flag as typed, the batch and the fix.
+  """
+  batches_per_epoch = float(examples_per_epoch) / global_batch
+  where = ('at a global batch of %d an epoch of %d examples is %.4g steps' %
+           (global_batch, examples_per_epoch, batches_per_epoch))
+  steps = dict(boundaries=None, decay_steps=None, warmup_steps=None)
+  schedule = config.piecewise_learning_rate_schedule
+  if schedule:
+    _, epochs = parse_piecewise_schedule(schedule)
+    boundaries = [int(e * batches_per_epoch) - 1 for e in epochs]
+    for e, b, previous in zip(epochs, boundaries, [-1] + boundaries):
+      if b <= previous:
+        raise UsageError(
+            '%s: %s, so the rate would change at epoch %d on a step where it '
+            'changed already (or before the first); use fewer, later epochs '
+            'or a smaller batch' % (_given(config,
+                                           'piecewise_learning_rate_schedule'),
+                                    where, e))
+    steps['boundaries'] = boundaries
+  if config.num_epochs_per_decay > 0 and config.learning_rate_decay_factor > 0:
+    decay_steps = int(batches_per_epoch * config.num_epochs_per_decay)
+    if decay_steps < 1:
+      raise UsageError(
+          '%s: %s, so the rate would decay every 0 steps; pass '
+          '--num_epochs_per_decay=%.3g or more, or a smaller batch' % (
+              _given(config, 'num_epochs_per_decay'), where,
+              1.0 / batches_per_epoch))
+    steps['decay_steps'] = decay_steps
+  if config.num_learning_rate_warmup_epochs > 0:
+    warmup_steps = int(batches_per_epoch *
+                       config.num_learning_rate_warmup_epochs)
+    if warmup_steps < 1:
+      raise UsageError(
+          '%s: %s, so the warmup would last 0 steps; pass '
+          '--num_learning_rate_warmup_epochs=%.3g or more, or drop it' % (
+              _given(config, 'num_learning_rate_warmup_epochs'), where,
+              1.0 / batches_per_epoch))
+    steps['warmup_steps'] = warmup_steps
+  return steps
+
+
+def _check_learning_rate(args, typed, environ):
+  """The optimizer and learning-rate flags against each other, and their
+  steps at the global batch the flags give."""
+  for optimizer, dests in OPTIMIZER_FLAGS:
+    given = [d for d in dests if d in typed]
+    if given and args.optimizer != optimizer:
+      raise UsageError(
+          '%s with %s: --%s is read by --optimizer=%s only; pass '
+          '--optimizer=%s or drop %s' % (
+              _given(args, given[0]), _given(args, 'optimizer'), given[0],
+              optimizer, optimizer, ', '.join(_typed_name(args, d)
+                                              for d in given)))
+  rate = args.learning_rate
+  schedule = args.piecewise_learning_rate_schedule
+  decay = args.num_epochs_per_decay > 0 or args.learning_rate_decay_factor > 0
+  if schedule:
+    others = [d for d in ('learning_rate', 'num_epochs_per_decay',
+                          'learning_rate_decay_factor',
+                          'minimum_learning_rate', 'resnet_base_lr')
+              if getattr(args, d)]
+    if others:
+      raise UsageError(
+          '%s with %s: the schedule gives every rate (its first is the '
+          'initial one), and tf_cnn_benchmarks takes no other rate flag '
+          'beside it; drop %s' % (
+              _given(args, 'piecewise_learning_rate_schedule'),
+              _given(args, others[0]),
+              ', '.join(_typed_name(args, d) for d in others)))
+  if args.resnet_base_lr is not None:
+    if args.model not in SCALED_RATE_MODELS:
+      raise UsageError(
+          '%s with %s: the base rate is that of the default schedule of %s '
+          'only; drop it, or pass --init_learning_rate for this model' % (
+              _given(args, 'resnet_base_lr'), _given(args, 'model'),
+              ', '.join(SCALED_RATE_MODELS)))
+    if rate is not None:
+      raise UsageError(
+          '%s with %s: the initial rate replaces the default schedule the '
+          'base rate scales; drop one of them' % (
+              _given(args, 'resnet_base_lr'), _given(args, 'learning_rate')))
+  if decay:
+    given, missing = (('num_epochs_per_decay', 'learning_rate_decay_factor')
+                      if args.num_epochs_per_decay > 0 else
+                      ('learning_rate_decay_factor', 'num_epochs_per_decay'))
+    if not getattr(args, missing) > 0:
+      raise UsageError(
+          '%s without --%s: the rate decays by --learning_rate_decay_factor '
+          'every --num_epochs_per_decay epochs, and needs both; add --%s '
+          '(e.g. %s) or drop %s' % (
+              _given(args, given), missing, missing,
+              '--num_epochs_per_decay=2' if missing == 'num_epochs_per_decay'
+              else '--learning_rate_decay_factor=0.94',
+              _typed_name(args, given)))
+    if rate is None:
+      raise UsageError(
+          '%s and %s without --init_learning_rate: the decay starts from the '
+          'initial rate; add --init_learning_rate (e.g. '
+          '--init_learning_rate=0.1)' % (
+              _given(args, 'num_epochs_per_decay'),
+              _given(args, 'learning_rate_decay_factor')))
+  if args.minimum_learning_rate > 0:
+    if not decay:
+      raise UsageError(
+          '%s without a decay: the minimum bounds the decay of '
+          '--num_epochs_per_decay and --learning_rate_decay_factor; add them '
+          '(and --init_learning_rate) or drop %s' % (
+              _given(args, 'minimum_learning_rate'),
+              _typed_name(args, 'minimum_learning_rate')))
+    if args.minimum_learning_rate > rate:
+      raise UsageError(
+          '%s is above %s: the rate would never decay; pass a minimum below '
+          'the initial rate' % (_given(args, 'minimum_learning_rate'),
+                                _given(args, 'learning_rate')))
+  if args.num_learning_rate_warmup_epochs > 0 and rate is None and (
+      not schedule):
+    raise UsageError(
+        '%s without --init_learning_rate or '
+        '--piecewise_learning_rate_schedule: the warmup rises to the initial '
+        'rate of one of them (the model\'s default rate has no warmup flag); '
+        'add one, or drop %s' % (
+            _given(args, 'num_learning_rate_warmup_epochs'),
+            _typed_name(args, 'num_learning_rate_warmup_epochs')))
+  examples = EXAMPLES_PER_EPOCH.get(args.data_name, IMAGENET_NUM_TRAIN_IMAGES)
+  for global_batch in _global_batches(args, environ):
+    learning_rate_steps(args, global_batch, examples)
 
 
 # Strategies that run across a cluster, and the one that runs nowhere else.
@@ -484,40 +1146,45 @@ def _default_batches(args, timed, warmup):
 
 
 def typed_flags(argv, parser=None):
-  """The destinations of the flags `argv` gives (abbreviations resolved as
-  argparse resolves them), e.g. {'num_gpus', 'model'}."""
+  """The destinations of the flags `argv` gives (aliases, `--noflag` forms
+  and abbreviations resolved as the parser resolves them), e.g.
+  {'num_gpus', 'model'}: a TypedFlags, whose `names` say how each was
+  typed.
+
+  Raises:
+    UsageError: an unsupported or unknown flag (see `_rewrite_argv`).
+  """
   parser = parser or build_parser()
-  options = {}
-  for action in parser._actions:  # pylint: disable=protected-access
-    for option in action.option_strings:
-      options[option] = action.dest
-  typed = set()
-  for token in argv:
-    if token == '--':
-      break
-    if not token.startswith('--'):
-      continue
-    name = token.split('=', 1)[0]
-    if name in options:
-      typed.add(options[name])
-      continue
-    matches = set(options[o] for o in options if o.startswith(name))
-    if len(matches) == 1:
-      typed.add(matches.pop())
-  return typed
+  _, names, values = _rewrite_argv(list(argv), parser)
+  return TypedFlags(names, names, values)
 
 
-def _flag_list(dests):
-  return ', '.join('--' + d for d in dests)
+def _flag_list(dests, args=None):
+  """The flags of `dests`, named as typed when `args` says how."""
+  return ', '.join(_typed_name(args, d) for d in dests)
 
 
 def _value(args, dest):
+  """`--flag=value` with the flag named as typed (`--seed=5`,
+  `--nostaged_vars`)."""
+  name = _typed_name(args, dest)
   value = getattr(args, dest)
+  if value is False and name.startswith('--no') and name[4:] == dest:
+    return name
   if isinstance(value, (list, tuple)):
     value = ','.join(str(v) for v in value)
   elif isinstance(value, bool):
     value = str(value).lower()
-  return '--%s=%s' % (dest, value)
+  return '%s=%s' % (name, value)
+
+
+def _given(args, dest):
+  """`--flag=value` as typed (`--minimum_learning_rate=1`), or as `_value`
+  writes it when the value was not typed."""
+  typed = getattr(args, 'typed_values', None) or {}
+  if dest in typed and dest in (getattr(args, 'typed_names', None) or {}):
+    return '%s=%s' % (_typed_name(args, dest), typed[dest])
+  return _value(args, dest)
 
 
 def check_output_path(flag, path, kind):
@@ -574,7 +1241,7 @@ def _check(args, typed, environ, command):
     raise UsageError(
         'TF_CONFIG is set and %s given too: a task is described by the '
         'flags or by TF_CONFIG, not both; unset TF_CONFIG or drop %s' %
-        (_flag_list(task_flags), _flag_list(task_flags)))
+        (_flag_list(task_flags, args), _flag_list(task_flags, args)))
   if tf_config and launch:
     raise UsageError(
         '--launch_local_cluster with TF_CONFIG set: the launcher picks every '
@@ -599,7 +1266,7 @@ def _check(args, typed, environ, command):
   if args.compare:
     if cluster:
       given = ('--launch_local_cluster' if launch else 'TF_CONFIG set'
-               if tf_config else _flag_list(task_flags))
+               if tf_config else _flag_list(task_flags, args))
       raise UsageError(
           '--compare with %s: the sweep runs every configuration in this '
           'process, not as a cluster; %s' % (
@@ -611,7 +1278,7 @@ def _check(args, typed, environ, command):
       raise UsageError(
           '--compare runs many configurations and writes its results into '
           '--compare_dir: drop %s, or run one configuration without '
-          '--compare' % _flag_list(ignored))
+          '--compare' % _flag_list(ignored, args))
     cluster_only = [s for s in args.compare_strategies
                     if s in CLUSTER_ONLY_STRATEGIES]
     if cluster_only:
@@ -628,7 +1295,7 @@ def _check(args, typed, environ, command):
           'training options its runs have; drop %s and name the options in '
           'the sets (e.g. --compare_options=plain,fp16,bpps4,relaxed)' % (
               _value(args, both[0]), _value(args, 'compare_options'),
-              _flag_list(both)))
+              _flag_list(both, args)))
     for flag, token in (('fp16_loss_scale', 'fp16'),
                         ('fp16_inc_loss_scale_every_n', 'fp16_auto')):
       if args.compare_options and flag in typed and not any(
@@ -645,7 +1312,8 @@ def _check(args, typed, environ, command):
       raise UsageError('%s without --compare: %s applies to --compare only; '
                        'add --compare or drop %s' % (
                            _value(args, compare_flags[0]),
-                           '--' + compare_flags[0], _flag_list(compare_flags)))
+                           '--' + compare_flags[0],
+                           _flag_list(compare_flags, args)))
 
   typed_update = 'variable_update' in typed
   if cluster and args.variable_update not in CLUSTER_STRATEGIES:
@@ -676,15 +1344,16 @@ def _check(args, typed, environ, command):
       raise UsageError(
           '%s: a cluster run does not write or measure this (only a run on '
           'one machine does); drop %s' % (
-              _value(args, ignored[0]), _flag_list(ignored)))
+              _value(args, ignored[0]), _flag_list(ignored, args)))
   else:
     ignored = [f for f in CLUSTER_ONLY_FLAGS if f in typed]
     if ignored:
       raise UsageError(
           '%s: applies to cluster runs only (--launch_local_cluster, '
           '--job_name or TF_CONFIG); drop %s or add --launch_local_cluster' %
-          (_value(args, ignored[0]), _flag_list(ignored)))
+          (_value(args, ignored[0]), _flag_list(ignored, args)))
 
+  _check_learning_rate(args, typed, environ)
   flag_checks.check(args, typed, cluster)
 
   # The paths this run writes, checked before anything is built.
@@ -708,13 +1377,16 @@ def _parse(argv, environ, command, timed):
   argv = list(sys.argv[1:] if argv is None else argv)
   environ = os.environ if environ is None else environ
   parser = build_parser()
-  args = parser.parse_args(argv)
+  rewritten, names, values = _rewrite_argv(argv, parser)
+  args = parser.parse_args(rewritten)
+  args.typed_names = names
+  args.typed_values = values
   # --compare runs many configurations: shorter runs by default.
   if args.compare:
     _default_batches(args, 10, 2)
   else:
     _default_batches(args, timed, 5)
-  _check(args, typed_flags(argv, parser), environ, command)
+  _check(args, TypedFlags(names, names, values), environ, command)
   if args.network_rate is not None and not args.launch_local_cluster:
     raise UsageError(
         '%s without --launch_local_cluster: the namespace network is made '

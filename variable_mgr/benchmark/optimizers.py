@@ -1,17 +1,256 @@
-"""The benchmark's optimizer and learning rate, from a BenchmarkConfig."""
+"""The benchmark's optimizer and learning rate, from a BenchmarkConfig, as
+tf_cnn_benchmarks builds them (benchmark_cnn.get_learning_rate and
+get_optimizer, the models' get_learning_rate).
 
+Optimizers (`--optimizer`): sgd, momentum (`--momentum`; classic momentum,
+where tf_cnn_benchmarks uses Nesterov's), rmsprop (`--rmsprop_decay`,
+`--rmsprop_momentum`, `--rmsprop_epsilon`) and adam (`--adam_beta1`,
+`--adam_beta2`, `--adam_epsilon`).
+
+The learning rate, at global step s, with an epoch of E examples and a
+global batch of B images (every tower of every worker), so B / E epochs a
+step and E / B steps an epoch:
+
+* `--piecewise_learning_rate_schedule "lr0;e1;lr1;...;en;lrn"`: lr0 until
+  step int(e1 * E / B) - 1 included, then lr1, ...;
+* `--init_learning_rate r` with `--num_epochs_per_decay n` and
+  `--learning_rate_decay_factor f`: r * f ** floor(s / int(n * E / B)),
+  never below `--minimum_learning_rate`; without them r;
+* `--num_learning_rate_warmup_epochs w` (with one of the two above): the
+  first rate times s / int(w * E / B) while s is below int(w * E / B);
+* neither: the model's default. For resnet50, resnet101 and resnet152
+  tf_cnn_benchmarks' ImageNet ResNet schedule: a base rate (0.128, or
+  `--resnet_base_lr`; divided by the towers with replicated, which sums the
+  towers' gradients) times B / 256, warmed up over 5 ImageNet epochs and
+  multiplied by 0.1 at epochs 30, 60, 80 and 90 (epochs of ImageNet's
+  1,281,167 images, whatever the data). Every other model: its fixed rate.
+
+E is the training split of `--data_name` (`datasets.get_dataset(name,
+data_dir).num_examples('train')`), or ImageNet's 1,281,167 images with
+synthetic data or ImageNet files, as tf_cnn_benchmarks counts them.
+
+A constant rate reaches the optimizer as a Python float (the graph holds no
+schedule op); a schedule as a float32 tensor of the global step.
+"""
+
+from variable_mgr import errors
+from variable_mgr.benchmark import flags
 from variable_mgr.compat import tf
+
+# tf_cnn_benchmarks' ImageNet ResNet default (models/resnet_model.py).
+RESNET_BASE_LR = 0.128
+RESNET_BASE_BATCH = 256
+RESNET_WARMUP_EPOCHS = 5
+RESNET_DECAY_EPOCHS = (30, 60, 80, 90)
+RESNET_DECAYS = (1, 0.1, 0.01, 0.001, 0.0001)
+
+
+class LearningRateError(errors.VariableMgrError):
+  """A learning-rate schedule that cannot run at this global batch."""
+
+
+def uses_model_schedule(config):
+  """True when the rate is the model's tf_cnn_benchmarks schedule scaled
+  with the global batch (resnet50/101/152 without a rate flag)."""
+  return (config.model in flags.SCALED_RATE_MODELS and
+          config.learning_rate is None and
+          not config.piecewise_learning_rate_schedule)
+
+
+def examples_per_epoch(config):
+  """The training examples of an epoch of `config`'s data (ImageNet's
+  1,281,167 for synthetic data and ImageNet files, as tf_cnn_benchmarks)."""
+  if not config.data_name:
+    return flags.IMAGENET_NUM_TRAIN_IMAGES
+  # Imported here: the constant-rate path needs no input pipeline.
+  from variable_mgr.benchmark import datasets  # pylint: disable=g-import-not-at-top
+  count = datasets.get_dataset(config.data_name,
+                               config.data_dir).num_examples('train')
+  return flags.IMAGENET_NUM_TRAIN_IMAGES if count is None else count
+
+
+def _base_rate(config, global_batch):
+  """The scaled base rate of the ResNet default schedule."""
+  base = RESNET_BASE_LR if config.resnet_base_lr is None else (
+      config.resnet_base_lr)
+  if global_batch is None:
+    return base
+  if config.variable_update == 'replicated':
+    base /= config.num_gpus
+  return base * global_batch / float(RESNET_BASE_BATCH)
+
+
+def _steps(config, global_batch):
+  try:
+    return flags.learning_rate_steps(config, global_batch,
+                                     examples_per_epoch(config))
+  except flags.UsageError as e:
+    raise LearningRateError(str(e))
+
+
+def _needs_batch(config):
+  return bool(config.piecewise_learning_rate_schedule or
+              (config.num_epochs_per_decay > 0 and
+               config.learning_rate_decay_factor > 0) or
+              config.num_learning_rate_warmup_epochs > 0)
+
+
+def learning_rate(config, global_step, global_batch):
+  """The learning rate of `config` at `global_step`: a Python float when it
+  is constant, else a float32 tensor (see the module's docstring).
+
+  Args:
+    config: a resolved BenchmarkConfig.
+    global_step: the int64 step variable (or tensor) the schedule reads;
+      None only for a constant rate.
+    global_batch: images a step over every tower of every worker; None: no
+      scaling (the base rate of the ResNet default, unscheduled).
+
+  Raises:
+    LearningRateError: a schedule without a global batch or global step,
+      or whose steps collapse at this global batch.
+  """
+  if global_batch is None:
+    if _needs_batch(config):
+      raise LearningRateError(
+          'a learning-rate schedule counts epochs of the global batch: pass '
+          'global_batch to make_optimizer')
+    if uses_model_schedule(config):
+      return _base_rate(config, None)
+    return config.learning_rate
+  if not (_needs_batch(config) or uses_model_schedule(config)):
+    return config.learning_rate
+  if global_step is None:
+    raise LearningRateError(
+        'a learning-rate schedule reads the global step: pass global_step '
+        'to make_optimizer')
+  with tf.name_scope('learning_rate'):
+    if uses_model_schedule(config):
+      return _resnet_schedule(config, global_step, global_batch)
+    steps = _steps(config, global_batch)
+    if config.piecewise_learning_rate_schedule:
+      rates, _ = flags.parse_piecewise_schedule(
+          config.piecewise_learning_rate_schedule)
+      rate = tf.train.piecewise_constant(global_step, steps['boundaries'],
+                                         rates, name='piecewise_learning_rate')
+      initial = rates[0]
+    else:
+      initial = rate = config.learning_rate
+      if steps['decay_steps']:
+        rate = tf.train.exponential_decay(
+            config.learning_rate, global_step, steps['decay_steps'],
+            config.learning_rate_decay_factor, staircase=True)
+        if config.minimum_learning_rate:
+          rate = tf.maximum(rate, config.minimum_learning_rate)
+    if steps['warmup_steps']:
+      warmup_steps = steps['warmup_steps']
+      warmup = initial * tf.cast(global_step, tf.float32) / float(
+          warmup_steps)
+      after = tf.cast(rate, tf.float32)
+      rate = tf.cond(global_step < warmup_steps, lambda: warmup,
+                     lambda: after)
+    return tf.cast(rate, tf.float32)
+
+
+def _resnet_schedule(config, global_step, global_batch):
+  """tf_cnn_benchmarks' ResnetModel.get_learning_rate."""
+  scaled = _base_rate(config, global_batch)
+  batches_per_epoch = flags.IMAGENET_NUM_TRAIN_IMAGES / float(global_batch)
+  boundaries = [int(batches_per_epoch * e) for e in RESNET_DECAY_EPOCHS]
+  rate = tf.train.piecewise_constant(
+      global_step, boundaries, [scaled * d for d in RESNET_DECAYS])
+  warmup_steps = int(batches_per_epoch * RESNET_WARMUP_EPOCHS)
+  warmup = scaled * tf.cast(global_step, tf.float32) / float(warmup_steps)
+  return tf.cond(global_step < warmup_steps, lambda: warmup,
+                 lambda: tf.cast(rate, tf.float32))
+
+
+def learning_rate_tensor(config, global_step, global_batch):
+  """`learning_rate` as a float32 tensor (a constant one for a constant
+  rate), e.g. for a summary."""
+  rate = learning_rate(config, global_step, global_batch)
+  return tf.convert_to_tensor(rate, tf.float32) if isinstance(
+      rate, float) else rate
 
 
 def make_optimizer(config, global_step=None, global_batch=None):
-  """The optimizer `config` asks for.
+  """The optimizer `config` asks for, at its learning rate.
 
   Args:
     config: a resolved BenchmarkConfig.
     global_step: the step variable a learning-rate schedule reads.
     global_batch: images a step over every tower of every worker.
+
+  Raises:
+    LearningRateError: see `learning_rate`.
   """
-  del global_step, global_batch  # Read by the learning-rate schedules.
+  rate = learning_rate(config, global_step, global_batch)
   if config.optimizer == 'momentum':
-    return tf.train.MomentumOptimizer(config.learning_rate, config.momentum)
-  return tf.train.GradientDescentOptimizer(config.learning_rate)
+    return tf.train.MomentumOptimizer(rate, config.momentum)
+  if config.optimizer == 'rmsprop':
+    return tf.train.RMSPropOptimizer(rate, config.rmsprop_decay,
+                                     momentum=config.rmsprop_momentum,
+                                     epsilon=config.rmsprop_epsilon)
+  if config.optimizer == 'adam':
+    return tf.train.AdamOptimizer(rate, config.adam_beta1, config.adam_beta2,
+                                  config.adam_epsilon)
+  return tf.train.GradientDescentOptimizer(rate)
+
+
+def describe_optimizer(config):
+  """'sgd', 'momentum (momentum 0.9)', 'rmsprop (decay 0.9, momentum 0.9,
+  epsilon 1)', 'adam (beta1 0.9, beta2 0.999, epsilon 1e-08)'."""
+  if config.optimizer == 'momentum':
+    return 'momentum (momentum %g)' % config.momentum
+  if config.optimizer == 'rmsprop':
+    return 'rmsprop (decay %g, momentum %g, epsilon %g)' % (
+        config.rmsprop_decay, config.rmsprop_momentum, config.rmsprop_epsilon)
+  if config.optimizer == 'adam':
+    return 'adam (beta1 %g, beta2 %g, epsilon %g)' % (
+        config.adam_beta1, config.adam_beta2, config.adam_epsilon)
+  return config.optimizer
+
+
+def describe_learning_rate(config, global_batch):
+  """The learning rate in one line, e.g. 'learning rate 0.1, x0.5 every 2
+  epochs (312 steps), at least 0.001, warmup 1 epoch (156 steps)'."""
+  if global_batch is None or not (_needs_batch(config) or
+                                  uses_model_schedule(config)):
+    return 'learning rate %g' % learning_rate(config, None, global_batch)
+  if uses_model_schedule(config):
+    base = RESNET_BASE_LR if config.resnet_base_lr is None else (
+        config.resnet_base_lr)
+    batches_per_epoch = flags.IMAGENET_NUM_TRAIN_IMAGES / float(global_batch)
+    return ('learning rate %s\'s default: %g (%g%s x %d / %d), warmup %d '
+            'epochs (%d steps), x0.1 at epochs %s' % (
+                config.model, _base_rate(config, global_batch), base,
+                ' / %d towers' % config.num_gpus
+                if config.variable_update == 'replicated' else '',
+                global_batch, RESNET_BASE_BATCH, RESNET_WARMUP_EPOCHS,
+                int(batches_per_epoch * RESNET_WARMUP_EPOCHS),
+                ', '.join(str(e) for e in RESNET_DECAY_EPOCHS)))
+  steps = _steps(config, global_batch)
+  if config.piecewise_learning_rate_schedule:
+    rates, epochs = flags.parse_piecewise_schedule(
+        config.piecewise_learning_rate_schedule)
+    parts = ['learning rate %g' % rates[0]] + [
+        '%g from epoch %d (step %d)' % (r, e, b + 1)
+        for r, e, b in zip(rates[1:], epochs, steps['boundaries'])]
+  else:
+    parts = ['learning rate %g' % config.learning_rate]
+    if steps['decay_steps']:
+      parts.append('x%g every %g epochs (%d steps)' % (
+          config.learning_rate_decay_factor, config.num_epochs_per_decay,
+          steps['decay_steps']))
+      if config.minimum_learning_rate:
+        parts.append('at least %g' % config.minimum_learning_rate)
+  if steps['warmup_steps']:
+    parts.append('warmup %g epochs (%d steps)' % (
+        config.num_learning_rate_warmup_epochs, steps['warmup_steps']))
+  return ', '.join(parts)
+
+
+def describe(config, global_batch):
+  """The header's optimizer line: optimizer; learning rate."""
+  return '%s; %s' % (describe_optimizer(config),
+                     describe_learning_rate(config, global_batch))

@@ -7,6 +7,7 @@ takes a BenchmarkConfig; the harness builds its graph from one.
 import collections
 
 from variable_mgr import errors
+from variable_mgr.benchmark import flags
 from variable_mgr.benchmark import models
 
 # Field name -> default; the names are the command's flags.
@@ -37,6 +38,18 @@ CONFIG_FIELDS = collections.OrderedDict([
     ('optimizer', 'sgd'),
     ('learning_rate', None),
     ('momentum', 0.9),
+    ('piecewise_learning_rate_schedule', None),
+    ('num_epochs_per_decay', 0.0),
+    ('learning_rate_decay_factor', 0.0),
+    ('num_learning_rate_warmup_epochs', 0.0),
+    ('minimum_learning_rate', 0.0),
+    ('resnet_base_lr', None),
+    ('rmsprop_decay', 0.9),
+    ('rmsprop_momentum', 0.9),
+    ('rmsprop_epsilon', 1.0),
+    ('adam_beta1', 0.9),
+    ('adam_beta2', 0.999),
+    ('adam_epsilon', 1e-8),
     ('weight_decay', None),
     ('seed', 1234),
     ('use_resource_vars', None),
@@ -62,6 +75,10 @@ CONFIG_FIELDS = collections.OrderedDict([
 ])
 
 
+# The models whose default rate is a schedule scaled with the global batch.
+SCALED_RATE_MODELS = flags.SCALED_RATE_MODELS
+
+
 class DeviceUnavailableError(errors.VariableMgrError):
   """The towers' device type (--device) is not on this machine."""
 
@@ -70,8 +87,12 @@ class BenchmarkConfig(collections.namedtuple('BenchmarkConfig',
                                              list(CONFIG_FIELDS))):
   """Everything one benchmark run needs; field names follow the CLI flags.
 
-  `batch_size` is per tower; `batch_size`, `learning_rate` and
-  `weight_decay` default to the model's values when None.
+  `batch_size` is per tower; `batch_size`, `learning_rate` (the
+  initial rate, `--init_learning_rate`) and `weight_decay` default to the
+  model's values when None; `learning_rate` stays None when the rate is a
+  schedule (`--piecewise_learning_rate_schedule`, or the default of
+  resnet50, resnet101 and resnet152, scaled with the global batch: see
+  `optimizers`). `seed` is `--tf_random_seed`.
   `use_resource_vars`: True for resource variables, False for ref variables,
   None for TensorFlow's default (ref in TF 1.15, resource in TF 2).
   """
@@ -90,10 +111,12 @@ class BenchmarkConfig(collections.namedtuple('BenchmarkConfig',
   def resolved(self):
     """A copy with the model defaults filled in."""
     model = models.get_model(self.model)
+    scheduled = self.piecewise_learning_rate_schedule or (
+        self.model in SCALED_RATE_MODELS)
     return self._replace(
         batch_size=self.batch_size or model.default_batch_size,
-        learning_rate=(model.learning_rate if self.learning_rate is None
-                       else self.learning_rate),
+        learning_rate=(model.learning_rate if self.learning_rate is None and
+                       not scheduled else self.learning_rate),
         weight_decay=(model.weight_decay if self.weight_decay is None
                       else self.weight_decay))
 
