@@ -32,7 +32,8 @@ top-1 and top-5 accuracy, no variable changes (no update, no global step).
 `--summary_dir` summaries by `--summary_verbosity`: 0 the loss; 1 and the
 learning rate; 2 and the norm of every variable's gradient (tower 0's,
 before the towers' gradients are combined) and their global norm; 3 and a
-histogram of every saved variable (under its canonical name).
+histogram of every saved floating-point variable (`variables/` and its
+canonical name).
 """
 
 import collections
@@ -292,7 +293,8 @@ def _summaries(config, mgr, average_loss, learning_rate, tower_grads):
           'gradient_norm/global', tf.sqrt(tf.add_n([n * n for n in norms]))))
   if config.summary_verbosity >= 3:
     for name, var in sorted(mgr.get_variables_to_save().items()):
-      summaries.append(tf.summary.histogram(name, var))
+      if var.dtype.base_dtype.is_floating:
+        summaries.append(tf.summary.histogram('variables/' + name, var))
   return tf.summary.merge(summaries)
 
 
