@@ -25,7 +25,11 @@ def print_header(config, host, log):
   log('Devices:     %s' % list(host.raw_devices))
   log('Data format: NHWC')
   log('Dataset:     %s' % dataset_line(config))
-  log('Optimizer:   %s' % config.optimizer)
+  from variable_mgr.benchmark import optimizers  # pylint: disable=g-import-not-at-top
+  # The optimizer and its learning rate (the schedule's steps at this
+  # global batch).
+  log('Optimizer:   %s' % optimizers.describe(config,
+                                              per_worker * num_workers))
   log('Variables:   %s%s%s' % (config.variable_update,
                                ' (staged)' if config.staged_vars else '',
                                ' (nccl)' if config.use_nccl else ''))
