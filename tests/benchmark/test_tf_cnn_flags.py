@@ -483,10 +483,24 @@ def test_a_tf_cnn_benchmarks_command_line_runs(capsys):
           '--display_every=1']
   assert cli.main(argv) == 0
   out = capsys.readouterr().out.splitlines()
-  assert any(l.startswith('Optimizer:   momentum') for l in out), out
+  assert 'Optimizer:   momentum (momentum 0.9); learning rate 0.1' in out, out
   steps = [l for l in out if l.startswith(('1\t', '2\t'))]
   assert len(steps) == 2, out
   assert any(l.startswith('total images/sec: ') for l in out)
+
+
+def test_the_header_says_the_schedule(capsys):
+  # digits: 1,497 / (4 x 2) = 187.1 steps an epoch.
+  argv = ['--model=trivial', '--batch_size=4', '--num_gpus=2',
+          '--data_name=digits', '--optimizer=adam',
+          '--piecewise_learning_rate_schedule=0.01;1;0.001',
+          '--num_learning_rate_warmup_epochs=0.5', '--num_batches=1',
+          '--num_warmup_batches=0']
+  assert cli.main(argv) == 0
+  out = capsys.readouterr().out.splitlines()
+  assert ('Optimizer:   adam (beta1 0.9, beta2 0.999, epsilon 1e-08); '
+          'learning rate 0.01, 0.001 from epoch 1 (step 187), warmup 0.5 '
+          'epochs (93 steps)') in out, out
 
 
 def test_a_refused_flag_ends_the_command_with_status_2(capsys):
