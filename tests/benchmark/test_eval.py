@@ -269,7 +269,7 @@ def test_modifier_without_its_flag_is_refused(argv, start):
 
 @pytest.mark.parametrize('flag', [
     ['--eval'], ['--eval_during_training_every_n_steps', '10'],
-    ['--forward_only'], ['--print_training_accuracy']])
+    ['--forward_only']])
 def test_cluster_refuses_what_runs_on_one_machine(flag, tmp_path):
   message = _refusal(['--variable_update', 'parameter_server', '--data_name',
                       'digits', '--train_dir', str(tmp_path),

@@ -19,9 +19,9 @@ Decisions where tf_cnn_benchmarks differs or is silent:
   `--max_ckpts_to_keep`) is refused, when typed, without the flag it
   modifies, rather than ignored.
 * Cluster runs: evaluation (`--eval`, `--eval_during_training_every_n_
-  steps`), `--forward_only` and `--print_training_accuracy` run on one
-  machine only (CLUSTER_UNSUPPORTED); evaluate a cluster's checkpoint with
-  `--eval` on one machine afterwards.
+  steps`) and `--forward_only` run on one machine only
+  (CLUSTER_UNSUPPORTED); evaluate a cluster's checkpoint with `--eval` on
+  one machine afterwards.
 """
 
 import os
@@ -34,7 +34,7 @@ NEEDS_DATA_DIR = ('imagenet', 'cifar10')
 UNDISTORTED = ('digits',)
 # Flags a cluster run refuses (they run on one machine only).
 CLUSTER_UNSUPPORTED = ('eval', 'eval_during_training_every_n_steps',
-                       'forward_only', 'print_training_accuracy')
+                       'forward_only')
 
 
 def _value(args, dest):
@@ -64,8 +64,8 @@ def check(args, typed, cluster):
                if f in typed and getattr(args, f)]
     if refused:
       raise error(
-          '%s in a cluster run: evaluation, forward-only runs and the '
-          'training accuracy run on one machine only; drop %s, and evaluate '
+          '%s in a cluster run: evaluation and forward-only runs are for '
+          'one machine only; drop %s, and evaluate '
           'the cluster\'s checkpoint afterwards on one machine with --eval '
           '--train_dir=DIR --data_name=...' % (
               _value(args, refused[0]), ', '.join('--' + f for f in refused)))

@@ -21,7 +21,11 @@ def print_header(config, host, log):
     log('             %d per worker (%d workers)' % (per_worker,
                                                      num_workers))
   log('             %d per device' % config.batch_size)
-  log('Num batches: %d' % config.num_batches)
+  if config.eval:
+    log('Num batches: %s' % (config.num_eval_batches or
+                             'the whole validation split'))
+  else:
+    log('Num batches: %d' % config.num_batches)
   log('Devices:     %s' % list(host.raw_devices))
   log('Data format: NHWC')
   log('Dataset:     %s' % dataset_line(config))
