@@ -276,3 +276,12 @@ def test_cluster_refuses_what_runs_on_one_machine(flag, tmp_path):
                       '--launch_local_cluster'] + flag)
   assert 'in a cluster run' in message
   assert 'on one machine with --eval' in message
+
+
+@pytest.mark.parametrize('flag', [
+    ['--eval_during_training_every_n_steps', '10'], ['--forward_only'],
+    ['--print_training_accuracy']])
+def test_compare_refuses_what_it_would_not_print(flag):
+  message = _refusal(['--compare', '--data_name', 'digits'] + flag)
+  assert message.startswith('--%s=' % flag[0][2:])
+  assert 'with --compare: the sweep times training steps' in message

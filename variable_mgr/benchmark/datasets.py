@@ -38,6 +38,11 @@ stage before the parallel one, so with a `seed` the batches are the same on
 every run; without one they differ. The same code runs on TensorFlow 1.15
 and 2.x.
 
+A worker of a cluster reads its own share (`shard=(index, count)`):
+every count-th example from `index` on (cifar10, digits), or every
+count-th file (imagenet; every count-th record when there are fewer files
+than workers), so the workers' shares are disjoint.
+
 Usage, in the harness's tower loop::
 
     pipeline = datasets.InputPipeline(

@@ -22,6 +22,9 @@ Decisions where tf_cnn_benchmarks differs or is silent:
   steps`) and `--forward_only` run on one machine only
   (CLUSTER_UNSUPPORTED); evaluate a cluster's checkpoint with `--eval` on
   one machine afterwards.
+* `--compare` (a sweep of training runs that prints only its table):
+  refuses `--eval`, `--eval_during_training_every_n_steps`,
+  `--forward_only` and `--print_training_accuracy` (COMPARE_UNSUPPORTED).
 """
 
 import os
@@ -35,6 +38,10 @@ UNDISTORTED = ('digits',)
 # Flags a cluster run refuses (they run on one machine only).
 CLUSTER_UNSUPPORTED = ('eval', 'eval_during_training_every_n_steps',
                        'forward_only')
+# Flags the --compare sweep refuses (it prints no step line; --eval is
+# refused with a message of its own).
+COMPARE_UNSUPPORTED = ('eval_during_training_every_n_steps', 'forward_only',
+                       'print_training_accuracy')
 
 
 def _value(args, dest):
@@ -69,6 +76,15 @@ def check(args, typed, cluster):
           'the cluster\'s checkpoint afterwards on one machine with --eval '
           '--train_dir=DIR --data_name=...' % (
               _value(args, refused[0]), ', '.join('--' + f for f in refused)))
+  if args.compare:
+    refused = [f for f in COMPARE_UNSUPPORTED
+               if f in typed and getattr(args, f)]
+    if refused:
+      raise error(
+          '%s with --compare: the sweep times training steps and prints '
+          'only its table; drop %s (or run one configuration without '
+          '--compare)' % (_value(args, refused[0]),
+                          ', '.join('--' + f for f in refused)))
   _check_eval(args, typed, error)
   _check_forward_only(args, typed, error)
   _check_modifiers(args, typed, error)

@@ -55,8 +55,9 @@ def mode_of(config):
 
 
 def dataset_line(config):
-  """'digits (train split, 1,497 images; eval on validation)', 'synthetic',
-  ... as the header's Dataset line says it."""
+  """The header's Dataset line: 'synthetic', 'digits (train split)',
+  'cifar10 (validation split in /data/cifar, ...)' (--eval), with
+  ', distortions' when training with them."""
   if not config.data_name:
     return 'synthetic'
   subset = 'validation' if config.eval else 'train'
