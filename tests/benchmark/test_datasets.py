@@ -478,3 +478,45 @@ def test_imagenet_training_crops_cover_the_boxes(tmp_path):
     maxima[bool(boxes)] = images.reshape(32, -1).max(axis=1)
   assert (maxima[True] > -0.5).all(), maxima[True]
   assert (maxima[False] < -0.9).sum() >= 8, maxima[False]
+
+
+def _labels_of(pipeline):
+  graph = tf.Graph()
+  with graph.as_default():
+    batch = tf.data.make_one_shot_iterator(pipeline.dataset()).get_next()
+    with tf.Session() as sess:
+      return list(sess.run(batch)[1])
+
+
+def test_imagenet_shards_split_files_or_else_records(imagenet_dir):
+  """A worker's share: every second file when there are two (train), every
+  second record of the one validation file."""
+  directory, _, labels = imagenet_dir
+  zero_based = [l - 1 for l in labels]
+  data = datasets.get_dataset('imagenet', directory)
+  shares = {}
+  for subset in ('train', 'validation'):
+    for index in range(2):
+      shares[subset, index] = _labels_of(datasets.InputPipeline(
+          data, subset, 6, 1, (16, 16, 3), train=False,
+          drop_remainder=False, shard=(index, 2)))
+  assert shares['train', 0] == zero_based[:3]
+  assert shares['train', 1] == zero_based[3:]
+  assert shares['validation', 0] == zero_based[0::2]
+  assert shares['validation', 1] == zero_based[1::2]
+
+
+def test_digits_shards_are_every_nth_image():
+  data = datasets.get_dataset('digits')
+  _, labels = data._arrays('train')  # pylint: disable=protected-access
+  for index in range(3):
+    assert _labels_of(datasets.InputPipeline(
+        data, 'train', 2000, 1, (8, 8, 1), train=False, drop_remainder=False,
+        shard=(index, 3))) == list(labels[index::3])
+
+
+@pytest.mark.parametrize('shard', [(2, 2), (-1, 2), (0, 0), (1,)])
+def test_bad_shards_are_refused(shard):
+  with pytest.raises(datasets.InputOptionError, match='shard='):
+    datasets.InputPipeline(datasets.get_dataset('digits'), 'train', 2, 1,
+                           (8, 8, 1), shard=shard)
