@@ -111,6 +111,7 @@ def timed_steps(args, step):
     if i >= 0:
       secs.append(time.time() - start)
       losses.append(loss)
+      print('%d\t%.3f s\t%.3f' % (i + 1, secs[-1], loss))
   return secs, losses
 
 
@@ -124,7 +125,6 @@ def run_mwms(args):
       'task': {'type': 'worker', 'index': args.task_index}})
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
-  tf.config.threading.set_inter_op_parallelism_threads(2)
   strategy = tf.distribute.MultiWorkerMirroredStrategy(
       communication_options=tf.distribute.experimental.CommunicationOptions(
           implementation=tf.distribute.experimental.CommunicationImplementation
