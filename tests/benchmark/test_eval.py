@@ -285,3 +285,13 @@ def test_compare_refuses_what_it_would_not_print(flag):
   message = _refusal(['--compare', '--data_name', 'digits'] + flag)
   assert message.startswith('--%s=' % flag[0][2:])
   assert 'with --compare: the sweep times training steps' in message
+
+
+@pytest.mark.parametrize('flag', [
+    ['--print_training_accuracy'], ['--save_model_secs', '5'],
+    ['--max_ckpts_to_keep', '2'], ['--measure_traffic']])
+def test_eval_refuses_training_flags(flag, known_checkpoint):
+  message = _refusal(['--eval', '--train_dir', str(known_checkpoint[0]),
+                      '--data_name', 'digits'] + flag)
+  assert message.startswith('--eval with --%s' % flag[0][2:])
+  assert 'runs no training step' in message

@@ -22,6 +22,7 @@ Decisions where tf_cnn_benchmarks differs or is silent:
   steps`) and `--forward_only` run on one machine only
   (CLUSTER_UNSUPPORTED); evaluate a cluster's checkpoint with `--eval` on
   one machine afterwards.
+* `--eval` refuses the training flags it would not use (EVAL_IGNORED).
 * `--compare` (a sweep of training runs that prints only its table):
   refuses `--eval`, `--eval_during_training_every_n_steps`,
   `--forward_only` and `--print_training_accuracy` (COMPARE_UNSUPPORTED).
@@ -38,6 +39,10 @@ UNDISTORTED = ('digits',)
 # Flags a cluster run refuses (they run on one machine only).
 CLUSTER_UNSUPPORTED = ('eval', 'eval_during_training_every_n_steps',
                        'forward_only')
+# Training flags --eval refuses rather than ignores.
+EVAL_IGNORED = ('print_training_accuracy', 'save_model_secs',
+                'max_ckpts_to_keep', 'summary_dir', 'trace_file',
+                'measure_traffic')
 # Flags the --compare sweep refuses (it prints no step line; --eval is
 # refused with a message of its own).
 COMPARE_UNSUPPORTED = ('eval_during_training_every_n_steps', 'forward_only',
@@ -136,7 +141,6 @@ def _check_data(args, typed, error):
 
 
 def _check_eval(args, typed, error):
-  del typed
   if args.eval:
     if args.compare:
       raise error(
@@ -158,6 +162,12 @@ def _check_eval(args, typed, error):
       raise error(
           '--eval with %s: --eval evaluates a checkpoint without training; '
           'drop one of them' % _value(args, 'eval_during_training_every_n_steps'))
+    ignored = [f for f in EVAL_IGNORED if f in typed and getattr(args, f)]
+    if ignored:
+      raise error(
+          '--eval with %s: an evaluation runs no training step, so it '
+          'would not use it; drop %s' % (
+              _value(args, ignored[0]), ', '.join('--' + f for f in ignored)))
   for dest in ('eval', 'eval_during_training_every_n_steps'):
     if getattr(args, dest) and not args.data_name:
       raise error(
