@@ -18,6 +18,10 @@ checkpoint with any one-machine strategy; called directly, `eval_config`
 makes the swap), and distributed_replicated, whose PS masters exist only
 beside the gradients' apply ops (see EVAL_STRATEGY).
 
+Under independent, whose towers train copies of their own, the checkpoint
+holds tower 0's copy (`get_variables_to_save`), and every tower evaluates
+it.
+
 Every image of the split is counted once: a step reads `batch_size x
 towers` images; the last, smaller step is padded to that size with
 zero images whose weight is 0, so they count neither as images nor as

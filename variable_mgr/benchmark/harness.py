@@ -28,6 +28,8 @@ in float32 and reads as float16 casts); the gradients are taken of
 `--forward_only`: the towers build the model with `is_training=False` and
 no gradients; the step runs the forward pass and computes the batch's
 top-1 and top-5 accuracy, no variable changes (no update, no global step).
+(distributed_replicated makes its PS masters with the apply ops, so there
+each tower's local copy keeps its own initial values.)
 `--print_training_accuracy` adds the batch's accuracy to a training step.
 `--summary_dir` summaries by `--summary_verbosity`: 0 the loss; 1 and the
 learning rate; 2 and the norm of every variable's gradient (tower 0's,
