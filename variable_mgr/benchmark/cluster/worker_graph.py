@@ -21,7 +21,7 @@ WorkerGraph = collections.namedtuple('WorkerGraph', [
     'local_init_op', 'post_init_op', 'staging_put_op', 'start_op',
     'saver', 'saved_op', 'ready_enqueue', 'ready_dequeue', 'started_op',
     'done_op', 'done_sizes', 'restorer', 'snapshot_step', 'save_request',
-    'save_step'])
+    'save_step', 'top_1', 'top_5'])
 WorkerGraph.__doc__ = (
     'A worker\'s graph. Besides the names of `build_worker_graph`: '
     '`saver` (the chief with --train_dir) saves `global_step` from the '
@@ -29,7 +29,8 @@ WorkerGraph.__doc__ = (
     'into the global step itself; `save_request` (the chief\'s feed) and '
     '`save_step` (every worker\'s fetch) carry the chief\'s time-based '
     'save decisions (`--save_model_secs` with synchronous barriers), else '
-    'None.')
+    'None; `top_1` and `top_5` the accuracy of the worker\'s batch '
+    '(`--print_training_accuracy`), else None.')
 
 
 def worker_queues(ps_index, num_workers, kind):
@@ -96,9 +97,10 @@ def build_worker_graph(config, host, spec, sync):
       global_step = tf.train.get_or_create_global_step()
     # Every tower of the cluster gets data of its own (real data: the
     # worker's own share of the data set).
-    device_grads, losses, update_ops, staging_puts = harness.build_towers(
+    towers = harness.build_towers(
         config, host, mgr, model, first_input=spec.task_index * host.num_gpus,
-        shard=(spec.task_index, num_workers))[:4]
+        shard=(spec.task_index, num_workers))
+    device_grads, losses, update_ops, staging_puts = towers[:4]
 
     apply_devices, state = mgr.preprocess_device_grads(device_grads)
     with tf.device(host.cpu_device):
@@ -228,7 +230,7 @@ def build_worker_graph(config, host, spec, sync):
                      ready_enqueue,
                      ready_dequeue, signals['started'], signals['done'],
                      done_sizes, restorer, snapshot_step, save_request,
-                     save_step)
+                     save_step, towers.top_1, towers.top_5)
 
 
 def _on_task(var, job, task):

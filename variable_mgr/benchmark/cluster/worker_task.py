@@ -146,6 +146,10 @@ def run_worker(spec, config, options, log=print):
       _wait_for_chief(call, g, monitor, options, log)
     call(g.local_init_op, 'initialising the local variables')
     fetches = {'train': g.train_op, 'loss': g.loss}
+    accuracy = g.top_1 is not None
+    if accuracy:
+      # --print_training_accuracy: this worker's batch (its towers').
+      fetches.update(top_1=g.top_1, top_5=g.top_5)
     if g.staging_put_op is not None:
       fetches['staging'] = g.staging_put_op
     if g.start_op is not None:
@@ -178,7 +182,7 @@ def run_worker(spec, config, options, log=print):
       if step == 0:
         if config.num_warmup_batches:
           log('Done warm up')
-        log('Step\tImg/sec\tloss')
+        log(output.step_header(accuracy))
         loop_start = time.time()
       if watcher is not None:
         watcher.check()
@@ -210,7 +214,9 @@ def run_worker(spec, config, options, log=print):
       if step < 0:
         continue
       output.record_step(step, elapsed, out['loss'], step_times, losses,
-                         global_batch, config.display_every, log)
+                         global_batch, config.display_every, log,
+                         (float(out['top_1']), float(out['top_5']))
+                         if accuracy else None)
     if step_times:
       total_seconds = time.time() - loop_start
     if watcher is not None:

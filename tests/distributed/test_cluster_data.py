@@ -1,0 +1,179 @@
+"""Real data through `--launch_local_cluster`: `--data_name=digits`.
+
+Each worker reads its own share of the training split (worker k of W every
+W-th image from k, shuffled with the run's seed), its towers a batch each
+of its pipeline's step. The NumPy reference replays those batches: the
+test builds every worker's pipeline as the harness does (same shard, seed
+and shapes) and runs the trivial model's SGD on them,
+w[t+1] = w[t] - lr * sum_k mean_d g_kd(w[t]) (the mean over every tower of
+every worker under collective_all_reduce). The loss of each step line and
+the chief's final checkpoint must match it; with `--print_training_accuracy`
+so must the accuracy columns (each worker's own batch, before the step's
+update). Asynchronous workers cannot be replayed: their loss falls.
+"""
+
+import json
+import re
+
+import numpy as np
+import pytest
+import tensorflow as _tf
+
+import clusterlib
+from variable_mgr.benchmark import datasets
+from variable_mgr.benchmark import flag_checks
+from variable_mgr.benchmark import models
+
+tf = _tf.compat.v1
+
+STEPS = 4
+WORKERS = 2
+TOWERS = clusterlib.TOWERS
+BATCH = clusterlib.BATCH
+ACCURACY_IN_CLUSTERS = (
+    'print_training_accuracy' not in flag_checks.CLUSTER_UNSUPPORTED)
+
+
+def worker_batches(worker, steps):
+  """[step][tower] (images [B, 784] float64, labels [B]) of `worker`'s
+  pipeline, as `harness.build_towers` makes it in a cluster worker."""
+  model = models.get_model(clusterlib.MODEL)
+  graph = tf.Graph()
+  with graph.as_default():
+    tf.set_random_seed(clusterlib.SEED)
+    pipeline = datasets.InputPipeline(
+        datasets.get_dataset('digits'), 'train', BATCH, TOWERS,
+        model.image_shape, seed=clusterlib.SEED, device='/cpu:0',
+        shard=(worker, WORKERS))
+    towers = [pipeline.tower(d) for d in range(TOWERS)]
+    with tf.Session(graph=graph) as sess:
+      result = []
+      for _ in range(steps):
+        batches = sess.run(towers)
+        result.append([(x.reshape(BATCH, -1).astype(np.float64), y)
+                       for x, y in batches])
+  return result
+
+
+def _loss_and_accuracy(values, batches):
+  """Mean softmax cross-entropy over the towers' batches, and the fraction
+  of their images whose label is the top logit / among the top 5 (a tie at
+  the k-th place counts as in, as tf.nn.in_top_k)."""
+  w = values['logits/weights'].astype(np.float64)
+  b = values['logits/biases'].astype(np.float64)
+  losses, top_1, top_5 = [], 0, 0
+  for x, labels in batches:
+    logits = x.dot(w) + b
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    losses.append(-log_p[np.arange(len(labels)), labels].mean())
+    own = logits[np.arange(len(labels)), labels][:, None]
+    above = (logits > own).sum(axis=1)
+    top_1 += int((above < 1).sum())
+    top_5 += int((above < 5).sum())
+  images = float(sum(len(l) for _, l in batches))
+  return float(np.mean(losses)), top_1 / images, top_5 / images
+
+
+def reference(initial, batches, mean=False):
+  """(final variables, [step][worker] (loss, top_1, top_5)) of synchronous
+  SGD on `batches` ([worker][step][tower])."""
+  current = dict((k, v.astype(np.float64)) for k, v in initial.items())
+  lines = []
+  for t in range(STEPS):
+    lines.append([_loss_and_accuracy(current, batches[k][t])
+                  for k in range(WORKERS)])
+    total = dict((k, np.zeros_like(v)) for k, v in current.items())
+    for k in range(WORKERS):
+      for batch in batches[k][t]:
+        g = clusterlib.gradients(current, batch)
+        for name in total:
+          total[name] += g[name] / TOWERS
+    scale = clusterlib.LEARNING_RATE / (WORKERS if mean else 1)
+    current = dict((k, current[k] - scale * total[k]) for k in current)
+  return current, lines
+
+
+def _step_lines(cluster, worker):
+  """[(step, loss, top_1 or None, top_5 or None)] of `worker`'s lines."""
+  result = []
+  for line in cluster.lines:
+    match = re.match(r'^\[worker:%d\] (\d+)\timages/sec: [^\t]+\t([\d.]+)'
+                     r'(?:\t([\d.]+)\t([\d.]+))?$' % worker, line)
+    if match:
+      step, loss, top_1, top_5 = match.groups()
+      result.append((int(step), float(loss),
+                     None if top_1 is None else float(top_1),
+                     None if top_5 is None else float(top_5)))
+  return result
+
+
+def _launch(launch, tmp_path, strategy_flags, steps, more=()):
+  train_dir = str(tmp_path / 'train')
+  output = str(tmp_path / 'out.json')
+  initial = clusterlib.initial_values(seed=5)
+  clusterlib.write_checkpoint(train_dir, initial, 0)
+  cluster = launch(clusterlib.BASE_FLAGS + strategy_flags + [
+      '--data_name', 'digits', '--num_ps', '1', '--num_workers',
+      str(WORKERS), '--num_batches', str(steps), '--train_dir', train_dir,
+      '--op_timeout_secs', '30', '--output', output] + list(more))
+  assert cluster.finish() == 0, cluster.output
+  clusterlib.assert_all_gone(cluster)
+  assert '[worker:0] Dataset:     digits (train split)' in cluster.lines, (
+      cluster.output)
+  with open(output) as f:
+    return cluster, initial, train_dir, json.load(f)['workers']
+
+
+@pytest.mark.parametrize('name,strategy_flags', [
+    ('parameter_server', ['--variable_update', 'parameter_server']),
+    ('collective_all_reduce', ['--variable_update',
+                               'collective_all_reduce']),
+], ids=['parameter_server', 'collective_all_reduce'])
+def test_each_worker_trains_on_its_own_share_as_numpy_does(
+    launch, tmp_path, name, strategy_flags):
+  accuracy = name == 'parameter_server' and ACCURACY_IN_CLUSTERS
+  cluster, initial, train_dir, _ = _launch(
+      launch, tmp_path, strategy_flags, STEPS,
+      ['--print_training_accuracy'] if accuracy else [])
+  batches = [worker_batches(k, STEPS) for k in range(WORKERS)]
+  # The shares are disjoint: no image of worker 0's steps is worker 1's.
+  seen = [set(x.tobytes() for step in batches[k] for tower in step
+              for x in tower[0]) for k in range(WORKERS)]
+  assert not seen[0] & seen[1]
+  expected, lines = reference(initial, batches,
+                              mean=name == 'collective_all_reduce')
+  values, step = clusterlib.read_checkpoint(train_dir)
+  assert step == STEPS
+  clusterlib.assert_close(values, expected)
+  for k in range(WORKERS):
+    printed = _step_lines(cluster, k)
+    assert [p[0] for p in printed] == list(range(1, STEPS + 1)), (
+        cluster.output)
+    for (_, loss, top_1, top_5), (want_loss, want_1, want_5) in zip(
+        printed, [lines[t][k] for t in range(STEPS)]):
+      assert abs(loss - want_loss) < 1.5e-3, (k, loss, want_loss)
+      if accuracy:
+        assert (top_1, top_5) == (round(want_1, 3), round(want_5, 3)), (
+            k, top_1, top_5, want_1, want_5)
+      else:
+        assert top_1 is None and top_5 is None
+
+
+def test_asynchronous_workers_learn_the_digits(launch, tmp_path):
+  """Every worker's last ten losses (on batches of its own share) are
+  well below NumPy's loss of the initial variables on its first batch: the
+  workers' updates reach each other (a worker that starts late begins where
+  the other has got to)."""
+  steps = 60
+  cluster, initial, _, workers = _launch(
+      launch, tmp_path, ['--variable_update', 'parameter_server',
+                         '--cross_replica_sync=false', '--display_every',
+                         '10'], steps)
+  assert 'asynchronous' in cluster.output
+  for k, worker in enumerate(workers):
+    losses = worker['losses']
+    assert len(losses) == steps
+    first = _loss_and_accuracy(initial, worker_batches(k, 1)[0])[0]
+    assert np.mean(losses[-10:]) < 0.4 * first, (first, losses)
+  assert max(w['global_step'] for w in workers) == WORKERS * steps
