@@ -99,7 +99,6 @@ def test_every_boolean_takes_every_absl_form(dest):
       (['--%s=true' % dest], True), (['--%s=True' % dest], True),
       (['--%s=1' % dest], True), (['--%s=false' % dest], False),
       (['--%s=False' % dest], False), (['--%s=0' % dest], False),
-      (['--%s' % dest, 'false'], False),
       (['--' + dest, '--no' + dest], False),
       (['--no' + dest, '--' + dest], True)):
     args, names = _parser_only(argv)
@@ -110,6 +109,9 @@ def test_every_boolean_takes_every_absl_form(dest):
                      'boolean takes no value; pass --no%s or --%s=1$' % (
                          dest, dest, dest)):
     _parser_only(['--no%s=1' % dest])
+  with pytest.raises(flags.UsageError, match='^--%s false: a boolean takes '
+                     'its value after =; pass --%s=false' % (dest, dest)):
+    _parser_only(['--' + dest, 'false'])
   with pytest.raises(flags.UsageError, match='^--%s=maybe: expected true or '
                      'false; pass --%s=true or --%s=false$' % (dest, dest,
                                                                 dest)):

@@ -858,7 +858,15 @@ def _rewrite_argv(argv, parser):
       names[action.dest] = name
       if eq:
         values[action.dest] = value
-      elif action.nargs in (None, '?') and i < len(argv) and (
+      elif getattr(action, 'boolean', False):
+        # absl: a boolean's value follows '=', never as the next word.
+        if i < len(argv) and _is_value(argv[i], action):
+          raise UsageError(
+              '%s %s: a boolean takes its value after =; pass %s=%s (or %s, '
+              '--no%s)' % (name, argv[i], name, argv[i], name, name[2:]))
+        values.pop(action.dest, None)
+        token = name + '=true'
+      elif action.nargs is None and i < len(argv) and (
           _is_value(argv[i], action)):
         values[action.dest] = argv[i]
       else:
