@@ -151,7 +151,9 @@ def run_benchmark(config, host, session_target='', session_config=None,
   Returns:
     A dict: images_per_sec (None without timed batches), final_loss,
     losses (one per timed batch), global_step, restored_from, build_seconds,
-    and the resolved config.
+    evaluations (with --eval_during_training_every_n_steps: a dict per
+    evaluation, with its global_step, top_1_accuracy, top_5_accuracy and
+    eval_examples; else None), and the resolved config.
 
   Raises:
     VariableMgrError: the manager refuses the configuration.
