@@ -236,6 +236,27 @@ def test_a_tf_cnn_flag_is_not_taken_for_an_abbreviation_of_another():
   assert args.seed == 5 and args.typed_names['seed'] == '--tf_random'
 
 
+def test_absl_single_dash_and_device_names():
+  args = _parse(['-model=trivial', '-num_gpus', '2', '-nostaged_vars',
+                 '--device=CPU', '--local_parameter_device=CPU'])
+  assert (args.model, args.num_gpus, args.staged_vars, args.device,
+          args.local_parameter_device) == ('trivial', 2, False, 'cpu', 'cpu')
+  assert args.typed_names['model'] == '-model'
+  assert args.typed_names['staged_vars'] == '-nostaged_vars'
+  assert _refused(['-xla']) == (
+      '-xla: a tf_cnn_benchmarks flag this benchmark does not support (it '
+      'always runs as --noxla); drop it')
+  assert _refused(['-num_gpus=0']).startswith('--num_gpus=0: must be at '
+                                              'least 1')
+  assert _refused(['-optimiser=adam']).startswith(
+      '-optimiser=adam: not a flag of this benchmark')
+  assert _refused(['--device=tpu']).startswith(
+      "argument --device: invalid choice: 'tpu'")
+  # Negative numbers stay values.
+  assert _refused(['--tf_random_seed', '-x']).startswith('argument --tf_')
+  assert _parse(['--tf_random_seed', '-3']).seed == -3
+
+
 def test_unknown_flags_are_refused_clearly():
   assert _refused(['--no_such_flag=1']) == (
       '--no_such_flag=1: not a flag of this benchmark, nor of '

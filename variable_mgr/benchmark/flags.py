@@ -135,6 +135,10 @@ def non_negative_float(text):
   return value
 
 
+def _lower(text):
+  return str(text).lower()
+
+
 def fraction(text):
   """A number in [0, 1): a decay or an Adam beta."""
   value = _finite(text)
@@ -349,9 +353,11 @@ def build_parser():
   add('--num_gpus', type=int_at_least(1), default=4,
       help='number of towers (virtual CPU devices with --device=cpu) '
            '(default: %(default)s)')
-  add('--device', default='cpu', choices=('cpu', 'gpu'),
+  # tf_cnn_benchmarks takes CPU and GPU too.
+  add('--device', default='cpu', choices=('cpu', 'gpu'), type=_lower,
       help='the towers\' device type (default: %(default)s)')
   add('--local_parameter_device', default='cpu', choices=('cpu', 'gpu'),
+      type=_lower,
       help='where parameter_server keeps the variables (default: '
            '%(default)s)')
   add('--staged_vars', boolean=True, default=False,
@@ -824,7 +830,8 @@ def _refuse_tf_cnn(flag, kind, given, value):
 def _rewrite_argv(argv, parser):
   """`argv` as argparse reads it, and the name each flag was typed as.
 
-  absl's `--noflag` becomes `--flag=false` for a boolean flag. A
+  absl's `--noflag` becomes `--flag=false` for a boolean flag, `--flag`
+  `--flag=true`, absl's `-flag` `--flag`. A
   tf_cnn_benchmarks flag this benchmark lacks is refused by name (or
   dropped when given with the value in TF_CNN_SAME_VALUES); any other
   unknown flag is refused, with the nearest name.
@@ -849,82 +856,93 @@ def _rewrite_argv(argv, parser):
     if token == '--':
       result.extend(argv[i - 1:])
       break
+    single = bool(re.match(r'^-[A-Za-z][A-Za-z0-9_]+(=|$)', token))
+    if single:
+      token = '-' + token  # absl's -flag is --flag.
     if not token.startswith('--'):
       result.append(token)
       continue
     name, eq, value = token.partition('=')
-    if name in options:
-      action = options[name]
-      names[action.dest] = name
-      if eq:
-        values[action.dest] = value
-      elif getattr(action, 'boolean', False):
-        # absl: a boolean's value follows '=', never as the next word.
-        if i < len(argv) and _is_value(argv[i], action):
-          raise UsageError(
-              '%s %s: a boolean takes its value after =; pass %s=%s (or %s, '
-              '--no%s)' % (name, argv[i], name, argv[i], name, name[2:]))
-        values.pop(action.dest, None)
-        token = name + '=true'
-      elif action.nargs is None and i < len(argv) and (
-          _is_value(argv[i], action)):
-        values[action.dest] = argv[i]
-      else:
-        values.pop(action.dest, None)
-      result.append(token)
-      continue
-    negated = options.get('--' + name[4:]) if name.startswith('--no') else None
-    if negated is not None and getattr(negated, 'boolean', False):
-      if eq:
-        raise UsageError(
-            '%s: the --no form of a boolean takes no value; pass %s or '
-            '--%s=%s' % (token, name, name[4:], value))
-      names[negated.dest] = name
-      values.pop(negated.dest, None)
-      result.append('--%s=false' % name[4:])
-      continue
-    flag = name[2:]
-    if flag not in TF_CNN_FLAG_KINDS and flag.startswith('no') and (
-        TF_CNN_FLAG_KINDS.get(flag[2:]) == 'bool'):
-      if eq:
-        raise UsageError(
-            '%s: the --no form of a boolean takes no value; and --%s is a '
-            'tf_cnn_benchmarks flag this benchmark does not support; drop '
-            'it' % (token, flag[2:]))
-      flag = flag[2:]
-      kind = 'bool'
-      given, parsed = name, False
-    elif flag in TF_CNN_FLAG_KINDS:
-      kind = TF_CNN_FLAG_KINDS[flag]
-      if eq:
-        given, parsed = token, _tf_cnn_value(kind, value)
-      elif kind == 'bool':
-        given, parsed = name, True
-      elif i < len(argv) and not argv[i].startswith('--'):
-        given, parsed = '%s=%s' % (name, argv[i]), _tf_cnn_value(kind,
-                                                                 argv[i])
-        i += 1
-      else:
-        given, parsed = name, None
-    else:
-      prefixed = set(a.dest for o, a in options.items() if o.startswith(name))
-      if len(prefixed) == 1:
-        dest = list(prefixed)[0]
-        names[dest] = name
+    typed = name[1:] if single else name
+    try:
+      if name in options:
+        action = options[name]
+        names[action.dest] = typed
         if eq:
-          values[dest] = value
-      if prefixed or len(name) < 3:
-        result.append(token)  # an abbreviation (argparse resolves it)
+          values[action.dest] = value
+        elif getattr(action, 'boolean', False):
+          # absl: a boolean's value follows '=', never as the next word.
+          if i < len(argv) and _is_value(argv[i], action):
+            raise UsageError(
+                '%s %s: a boolean takes its value after =; pass %s=%s (or %s, '
+                '--no%s)' % (name, argv[i], name, argv[i], name, name[2:]))
+          values.pop(action.dest, None)
+          token = name + '=true'
+        elif action.nargs is None and i < len(argv) and (
+            _is_value(argv[i], action)):
+          values[action.dest] = argv[i]
+        else:
+          values.pop(action.dest, None)
+        result.append(token)
         continue
-      near = difflib.get_close_matches(name, list(options), 1, 0.75)
-      raise UsageError(
-          '%s: not a flag of this benchmark, nor of tf_cnn_benchmarks; %s' % (
-              token, 'did you mean %s? (--help lists the flags)' % near[0]
-              if near else '--help lists the flags'))
-    same = TF_CNN_SAME_VALUES.get(flag, _NO_VALUE)
-    if parsed is not None and parsed == same and type(parsed) is type(same):
-      continue  # What this benchmark does anyway.
-    _refuse_tf_cnn(flag, kind, given, parsed)
+      negated = (options.get('--' + name[4:]) if name.startswith('--no')
+                 else None)
+      if negated is not None and getattr(negated, 'boolean', False):
+        if eq:
+          raise UsageError(
+              '%s: the --no form of a boolean takes no value; pass %s or '
+              '--%s=%s' % (token, name, name[4:], value))
+        names[negated.dest] = typed
+        values.pop(negated.dest, None)
+        result.append('--%s=false' % name[4:])
+        continue
+      flag = name[2:]
+      if flag not in TF_CNN_FLAG_KINDS and flag.startswith('no') and (
+          TF_CNN_FLAG_KINDS.get(flag[2:]) == 'bool'):
+        if eq:
+          raise UsageError(
+              '%s: the --no form of a boolean takes no value; and --%s is a '
+              'tf_cnn_benchmarks flag this benchmark does not support; drop '
+              'it' % (token, flag[2:]))
+        flag = flag[2:]
+        kind = 'bool'
+        given, parsed = name, False
+      elif flag in TF_CNN_FLAG_KINDS:
+        kind = TF_CNN_FLAG_KINDS[flag]
+        if eq:
+          given, parsed = token, _tf_cnn_value(kind, value)
+        elif kind == 'bool':
+          given, parsed = name, True
+        elif i < len(argv) and not argv[i].startswith('--'):
+          given, parsed = '%s=%s' % (name, argv[i]), _tf_cnn_value(kind,
+                                                                   argv[i])
+          i += 1
+        else:
+          given, parsed = name, None
+      else:
+        prefixed = set(a.dest for o, a in options.items() if o.startswith(name))
+        if len(prefixed) == 1:
+          dest = list(prefixed)[0]
+          names[dest] = typed
+          if eq:
+            values[dest] = value
+        if prefixed or len(name) < 3:
+          result.append(token)  # an abbreviation (argparse resolves it)
+          continue
+        near = difflib.get_close_matches(name, list(options), 1, 0.75)
+        raise UsageError(
+            '%s: not a flag of this benchmark, nor of tf_cnn_benchmarks; %s' % (
+                token, 'did you mean %s? (--help lists the flags)' % near[0]
+                if near else '--help lists the flags'))
+      same = TF_CNN_SAME_VALUES.get(flag, _NO_VALUE)
+      if parsed is not None and parsed == same and type(parsed) is type(same):
+        continue  # What this benchmark does anyway.
+      _refuse_tf_cnn(flag, kind, given, parsed)
+    except UsageError as e:
+      if not single:
+        raise
+      # Named as typed: -flag.
+      raise UsageError(str(e).replace(name, name[1:], 1))
   return result, names, values
 
 
