@@ -10,6 +10,7 @@ Learning rates: the rate tensor evaluated with the global step assigned,
 against tf_cnn_benchmarks' formulas written out.
 """
 
+import json
 import math
 import os
 import sys
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as _tf
 
+from variable_mgr.benchmark import cli
 from variable_mgr.benchmark import flags
 from variable_mgr.benchmark import harness
 from variable_mgr.benchmark import local_run
@@ -358,3 +360,48 @@ def test_resnet50_default_does_not_diverge_on_one_tower():
     losses = [sess.run([g.loss, g.train_op])[0] for _ in range(3)]
   assert all(np.isfinite(losses)), losses
   assert max(losses) < losses[0] + 0.5, losses
+
+
+def test_a_tf_cnn_command_line_trains_as_numpy_says(tmp_path, capsys):
+  """tf_cnn_benchmarks' flags end to end: replicated (every tower applies
+  the sum of the towers' gradients), momentum, --tf_random_seed=1 (the
+  synthetic batches), --init_learning_rate, from a checkpoint of known
+  values."""
+  from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
+  train_dir = str(tmp_path / 'train')
+  initial = clusterlib.initial_values(seed=3)
+  values = dict(initial)
+  for k in initial:
+    values[k + '/Momentum'] = np.zeros_like(initial[k])
+  clusterlib.write_checkpoint(train_dir, values, 0)
+  out = str(tmp_path / 'out.json')
+  assert cli.main([
+      '--model=trivial', '--batch_size=4', '--num_gpus=2',
+      '--variable_update=replicated', '--optimizer=momentum',
+      '--nodistortions', '--tf_random_seed=1', '--init_learning_rate=0.1',
+      '--num_batches=2', '--num_warmup_batches=0', '--weight_decay=0',
+      '--train_dir', train_dir, '--output', out]) == 0
+  capsys.readouterr()
+  with open(out) as f:
+    losses = json.load(f)['losses']
+  model = models.get_model('trivial')
+  graph = tf.Graph()
+  with graph.as_default():
+    tensors = [harness.synthetic_inputs(model, 4, 1, d) for d in range(2)]
+    with tf.Session(graph=graph) as sess:
+      batches = [(x.reshape(4, -1).astype(np.float64), y)
+                 for x, y in sess.run(tensors)]
+  w = dict((k, v.astype(np.float64)) for k, v in initial.items())
+  acc = dict((k, 0.0) for k in w)
+  expected = []
+  for _ in range(2):
+    expected.append(np.mean([_loss(w, b) for b in batches]))
+    grads = [clusterlib.gradients(w, b) for b in batches]
+    for k in w:
+      acc[k] = 0.9 * acc[k] + sum(g[k] for g in grads)
+      w[k] = w[k] - 0.1 * acc[k]
+  _close(losses, expected)
+  saved, step = clusterlib.read_checkpoint(train_dir)
+  assert step == 2
+  for k in w:
+    _close(saved[k], w[k])
