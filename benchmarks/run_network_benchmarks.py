@@ -267,9 +267,11 @@ def quick_cells():
 
 FULL = dict(name='full', cells=full_cells, rounds=2,
             steps={'lenet': 5, 'resnet50_vars': 3},
+            async_steps={'lenet': 10, 'resnet50_vars': 3},
             warmup={'lenet': 1, 'resnet50_vars': 1})
 QUICK = dict(name='quick', cells=quick_cells, rounds=2,
-             steps={'lenet': 4}, warmup={'lenet': 1})
+             steps={'lenet': 4}, async_steps={'lenet': 8},
+             warmup={'lenet': 1})
 
 GOAL_RATE, GOAL_WORKLOAD, GOAL_WORKERS = MBIT, 'lenet', 2
 GOALS = (
@@ -402,6 +404,14 @@ def round_order(cells, r, rounds):
   return measure.rotated(order, shift) if order else order
 
 
+def cell_steps(plan, cell):
+  """Timed steps of `cell`: asynchronous cells get `async_steps` (their
+  workers drift in and out of phase: more steps average over it)."""
+  if kind(cell.strategy) == 'async_ps':
+    return plan.get('async_steps', plan['steps'])[cell.workload]
+  return plan['steps'][cell.workload]
+
+
 def task_count(cell):
   return cell.num_ps + cell.workers
 
@@ -410,7 +420,7 @@ def estimate_cell_secs(cell, plan, sizes, goodput=None):
   """A rough wall time of one cell: the tasks' start (TensorFlow's import,
   the graph, the session: about 4 s plus 2.5 s a task on two processors)
   and its steps at 1.2x its bound (0.2 s a step on unshaped links)."""
-  steps = plan['steps'][cell.workload] + plan['warmup'][cell.workload] + 1
+  steps = cell_steps(plan, cell) + plan['warmup'][cell.workload] + 1
   if cell.rate is None:
     step = 0.2
   else:
@@ -724,12 +734,13 @@ def measure_all(plan, log, stop_by=None, on_round=None):
         if g:
           b = bounds(sizes[cell.workload], cell.workers, cell.num_ps, g)
           op_timeout = max(60.0, 10 * b['pull_then_push'])
-        run = run_cell(cell, plan['steps'][cell.workload],
-                       plan['warmup'][cell.workload], op_timeout,
+        steps = cell_steps(plan, cell)
+        run = run_cell(cell, steps, plan['warmup'][cell.workload], op_timeout,
                        shapes_file if cell.workload == 'resnet50_vars'
                        else None, log)
         pace[key(cell)] = run.get('wall', pace[key(cell)])
-        run.update(cell=list(cell), round=r, goodput=g)
+        run.update(cell=list(cell), round=r, goodput=g,
+                   timed_steps=steps)
         results['runs'].append(run)
       if on_round:
         on_round(results)
@@ -858,7 +869,7 @@ def goal_rows(t, sizes):
         t.errors(cell)) or 'not measured'
     rows.append([text, measured, x_verdict(values, goal),
                  x_spread(t.ratios(cell, with_c0)) if c0 else
-                 'no unshaped cell'])
+                 'c0 not measured'])
   for strategy in PS_STRATEGIES:
     one, two = goal_cell(strategy), goal_cell(strategy + PARTITIONED, 2)
     ones, twos = t.steps(one), t.steps(two)
@@ -877,6 +888,16 @@ def goal_rows(t, sizes):
   return rows
 
 
+def step_scale(cell, run, step):
+  """MB a step from a count of bytes over a run's timed steps: synchronous
+  workers take the timed steps in lockstep (the count over their number);
+  asynchronous ones do not (the count's rate over the window, times the
+  mean step)."""
+  if kind(cell.strategy) != 'async_ps' and run.get('timed_steps'):
+    return 1.0 / run['timed_steps'] / 1e6
+  return step / run['window'] / 1e6
+
+
 def link_rows(t, sizes, cells):
   """Bytes a step on each host's link for `cells` (their last round)."""
   rows = []
@@ -892,7 +913,7 @@ def link_rows(t, sizes, cells):
     per = []
     for i, name in enumerate(names):
       sent, received = run['links'].get(str(i), (0, 0))
-      scale = step / run['window'] / 1e6
+      scale = step_scale(cell, run, step)
       per.append('%s %.2f / %.2f' % (name, sent * scale, received * scale))
     rows.append([cell.strategy, '%d' % cell.num_ps, ms(step),
                  '; '.join(per), '%.2f' % (cell.workers * total / 1e6),
@@ -987,13 +1008,15 @@ def method_lines(results, plan):
       'jobs (other test runs) used the same processors during the run' %
       BATCH,
       '- %d of %d rounds; each cell a fresh network and cluster a round, '
-      'round 1 in the plan\'s order, round 2 reversed; %s timed steps after '
-      '%s warm-up steps; a cell\'s step is the mean over its workers of their '
-      'timed steps, given as the median over the rounds (range); every '
-      'ratio is taken within a round' % (
-          rounds_done(results), results['rounds'],
-          ', '.join('%s %d' % kv for kv in sorted(plan['steps'].items())),
-          ', '.join('%s %d' % kv for kv in sorted(plan['warmup'].items()))),
+      'round 1 in the plan\'s order, round 2 reversed; timed steps after '
+      'warm-up steps: %s; a cell\'s step is the mean over its workers of '
+      'their timed steps, given as the median over the rounds (range); '
+      'every ratio is taken within a round' % (
+          rounds_done(results), results['rounds'], ', '.join(
+              '%s %d (asynchronous %d) after %d' % (
+                  w, n, plan.get('async_steps', plan['steps'])[w],
+                  plan['warmup'][w])
+              for w, n in sorted(plan['steps'].items()))),
       '- variables: %s' % ', '.join(
           '%s %.2f MB' % (w, b / 1e6) for w, b in
           sorted(results['bytes'].items())),
@@ -1077,7 +1100,7 @@ def _link_mb(t, cell, host):
   if not runs or str(host) not in runs[-1]['links']:
     return None
   run = runs[-1]
-  scale = t.step(run) / run['window'] / 1e6
+  scale = step_scale(cell, run, t.step(run))
   sent, received = run['links'][str(host)]
   return sent * scale, received * scale
 
@@ -1194,9 +1217,13 @@ def cause_bullets(t, sizes):
                  'at 2) plus a part that does not shrink with the PS count '
                  '(measured: %s and %s over those bounds; c0 unshaped %s and '
                  '%s): (%s + %s) / (%s + %s) = %.2fx is the ratio those '
-                 'leave.' % (ms(fd1), ms(fd2), ms(s1 - fd1), ms(s2 - fd2),
-                             ms(c1), ms(c2), ms(fd2), ms(c2), ms(fd1),
-                             ms(c1), (fd2 + c2) / (fd1 + c1)))
+                 'leave; %.2fx would need that part under (%.2f x %s - %s) '
+                 '/ %.2f = %s.' % (
+                     ms(fd1), ms(fd2), ms(s1 - fd1), ms(s2 - fd2), ms(c1),
+                     ms(c2), ms(fd2), ms(c2), ms(fd1), ms(c1),
+                     (fd2 + c2) / (fd1 + c1), TWO_PS_GOAL, TWO_PS_GOAL,
+                     ms(fd1), ms(fd2), 1 - TWO_PS_GOAL,
+                     ms((TWO_PS_GOAL * fd1 - fd2) / (1 - TWO_PS_GOAL))))
     elif k == 'async_ps':
       text += ('each worker\'s own link carries B each way, pull then push: '
                '2 x B / R = %s at any PS count, so 2 PS cannot halve an '
