@@ -73,6 +73,16 @@ def test_defaults_name_tf_cnn_benchmarks_flags():
   help_text = ' '.join(flags.build_parser().format_help().split())
   assert '--tf_random_seed' in help_text and '(also --seed)' in help_text
   assert '(also --learning_rate)' in help_text
+  assert ("a boolean flag takes absl's forms: --flag, --flag=true|false, "
+          '--noflag') in help_text
+  # The cluster task's command reads the same flags.
+  with pytest.raises(flags.UsageError, match='^--xla_compile: a '
+                     'tf_cnn_benchmarks flag'):
+    flags.parse_task_args(['--xla_compile'], environ={})
+  assert flags.parse_task_args(
+      ['--tf_random_seed=3', '--nostaged_vars', '--job_name=worker',
+       '--ps_hosts=a:1', '--worker_hosts=b:2',
+       '--variable_update=parameter_server'], environ={}).seed == 3
 
 
 # -- absl booleans ----------------------------------------------------------

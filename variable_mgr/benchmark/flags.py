@@ -344,7 +344,9 @@ def build_parser():
   """The argument parser of both commands; batch counts default to None."""
   p = _Parser(prog=PROG, description=(
       'Data-parallel training benchmark for variable_mgr strategies on '
-      'synthetic data. Towers are virtual CPU devices with --device=cpu.'))
+      'synthetic data. Towers are virtual CPU devices with --device=cpu. '
+      'Flags follow tf_cnn_benchmarks; a boolean flag takes absl\'s forms: '
+      '--flag, --flag=true|false, --noflag.'))
   add = _adder(p)
   add('--model', default='lenet', choices=MODEL_NAMES,
       help='the model to train (default: %(default)s)')
