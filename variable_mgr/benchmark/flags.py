@@ -1,7 +1,13 @@
 """The benchmark command's flags: one parser, its value types, its defaults.
 
-Flags follow tf_cnn_benchmarks' names where they overlap. Parsing imports
-no TensorFlow, so a bad flag is refused at once. Every refusal is a
+Flags follow tf_cnn_benchmarks' names and absl's forms: the renamed ones
+keep their old names as aliases (`--tf_random_seed` or `--seed`,
+`--init_learning_rate` or `--learning_rate`); a boolean is `--flag`,
+`--flag=true|false|1|0` or `--noflag`; `-flag` is `--flag`. A flag of
+tf_cnn_benchmarks that this benchmark lacks (TF_CNN_FLAGS, its 137 flags)
+is refused by name, unless given with the value this benchmark always runs
+with (TF_CNN_SAME_VALUES). Errors name a flag as it was typed. Parsing
+imports no TensorFlow, so a bad flag is refused at once. Every refusal is a
 `UsageError` with a one-line message.
 
 Two commands read these flags:
@@ -15,7 +21,9 @@ Two commands read these flags:
 
 Everything that can be checked without TensorFlow is checked here, before
 anything is built or started: value ranges (a refused value is quoted with
-its flag, as typed), the strategy against the launch mode (one machine,
+its flag, as typed), the optimizer and learning-rate flags against each
+other and their steps at the run's global batch (`learning_rate_steps`,
+which `optimizers` uses too), the strategy against the launch mode (one machine,
 `--compare`, a cluster), flags that the chosen mode would ignore, a
 `TF_CONFIG` given together with the cluster flags, and the output paths.
 
