@@ -247,3 +247,28 @@ def test_watcher_probes_beside_the_steps_and_raises_between_them(
         'finished.' % address), str(e.value)
   finally:
     watcher.stop()
+
+
+def test_watcher_takes_a_peer_that_said_it_started_as_seen(monkeypatch):
+  """A peer that told PS 0 it started, and whose port is closed before any
+  probe caught it alive, is dead at the watcher's first round (not "still
+  starting" until the startup timeout)."""
+  monkeypatch.setattr(liveness, 'PROBE_INTERVAL_SECS', 0.05)
+  address = _closed_port()
+  spec = task_spec.TaskSpec('worker', 1, ['127.0.0.1:1'],
+                            [address, '127.0.0.1:2'])
+  for started, dead in ((lambda: [], False), (lambda: ['worker:0'], True)):
+    monitor = liveness.Monitor(spec, 600.0)
+    watcher = liveness.Watcher(monitor, monitor.others(('worker',)),
+                               lambda name: False, 5.0, 'x', started).start()
+    try:
+      time.sleep(0.5)
+      if dead:
+        with pytest.raises(liveness.TaskFailedError) as e:
+          watcher.check()
+        assert e.value.dead_tasks == ['worker:0']
+      else:
+        watcher.check()
+        assert 'worker:0' not in monitor.seen
+    finally:
+      watcher.stop()

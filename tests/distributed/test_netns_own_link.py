@@ -63,10 +63,11 @@ def test_a_task_whose_link_is_down_blames_its_own_link(
       r'connection\): its own link or network looks down' % (
           victim, re.escape(addresses[victim]), ', '.join(
               '%s at %s' % (p, re.escape(addresses[p])) for p in peers)),
-      own), own
-  assert 'dead task' not in own, own
+      own), (own, cluster.output)
+  assert 'dead task' not in own, (own, cluster.output)
   for peer in peers:
     line = _error(cluster, peer)
     assert re.search(r'dead tasks?: .*%s at %s \(stopped answering\)' % (
-        victim, re.escape(addresses[victim])), line), (peer, line)
-    assert 'own link' not in line, (peer, line)
+        victim, re.escape(addresses[victim])), line), (peer, line,
+                                                      cluster.output)
+    assert 'own link' not in line, (peer, line, cluster.output)

@@ -180,6 +180,14 @@ class Monitor(object):
       self.answered[name] = now
     return found
 
+  def mark_seen(self, name, when=None):
+    """Task `name` is known to have come up (at `when`, default now) though
+    no probe of this task caught it: from now on it is dead when it does
+    not answer, after the patience of `dead` counted from `when`."""
+    if name not in self.seen:
+      self.seen.add(name)
+      self.answered.setdefault(name, time.time() if when is None else when)
+
   def dead(self, tasks, finished=None, patience=0.0):
     """[(name, address, why)] of the dead among `tasks`.
 
@@ -307,12 +315,19 @@ class Watcher(object):
   --op_timeout_secs after it found a worker dead, longer than any step
   can take, so this worker names the dead peer, not the PS that stopped
   because of it.
+
+  `started()`, when given, names the peers that said they came up (their
+  `started` token on PS 0): they count as seen from then on, so a peer that
+  dies before a probe first caught it alive is found dead, not taken to
+  be still starting until --startup_timeout_secs.
   """
 
-  def __init__(self, monitor, tasks, finished, patience, context):
+  def __init__(self, monitor, tasks, finished, patience, context,
+               started=None):
     self.monitor = monitor
     self.tasks = tasks
     self.finished = finished
+    self.started = started
     self.patience = patience
     self.context = context
     self.error = None
@@ -326,7 +341,14 @@ class Watcher(object):
     return self
 
   def _watch(self):
+    names = set(task_spec.task_name(job, i) for job, i, _ in self.tasks)
     while not self._stop.wait(PROBE_INTERVAL_SECS):
+      if self.started is not None and not names <= self.monitor.seen:
+        # A peer that said it came up (its `started` token) was alive even
+        # if no probe caught it yet: one that dies before the first probe
+        # is dead, not "still starting" until --startup_timeout_secs.
+        for name in set(self.started()) & names:
+          self.monitor.mark_seen(name)
       dead = self.monitor.dead(self.tasks, self.finished, self.patience)
       if dead and not self._stop.is_set():
         self.error = self.monitor.failure(dead, self.context)

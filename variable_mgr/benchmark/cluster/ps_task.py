@@ -56,7 +56,8 @@ def run_ps(spec, options, log=print):
     while True:
       # A worker that told this PS it started counts as seen even if no
       # probe caught it alive.
-      monitor.seen.update(workers_that(started_sizes, 'started'))
+      for name in workers_that(started_sizes, 'started'):
+        monitor.mark_seen(name)
       finished = finished_workers()
       if len(finished) == spec.num_workers:
         log('%s: every worker finished; stopping' % spec.name)

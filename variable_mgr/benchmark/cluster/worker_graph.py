@@ -21,7 +21,7 @@ WorkerGraph = collections.namedtuple('WorkerGraph', [
     'local_init_op', 'post_init_op', 'staging_put_op', 'start_op',
     'saver', 'saved_op', 'ready_enqueue', 'ready_dequeue', 'started_op',
     'done_op', 'done_sizes', 'restorer', 'snapshot_step', 'save_request',
-    'save_step', 'top_1', 'top_5'])
+    'save_step', 'top_1', 'top_5', 'started_sizes'])
 WorkerGraph.__doc__ = (
     'A worker\'s graph. Besides the names of `build_worker_graph`: '
     '`saver` (the chief with --train_dir) saves `global_step` from the '
@@ -30,7 +30,8 @@ WorkerGraph.__doc__ = (
     '`save_step` (every worker\'s fetch) carry the chief\'s time-based '
     'save decisions (`--save_model_secs` with synchronous barriers), else '
     'None; `top_1` and `top_5` the accuracy of the worker\'s batch '
-    '(`--print_training_accuracy`), else None.')
+    '(`--print_training_accuracy`), else None; `started_sizes` the sizes '
+    'of the `started` queues on PS 0 (which workers came up).')
 
 
 def worker_queues(ps_index, num_workers, kind):
@@ -213,7 +214,7 @@ def build_worker_graph(config, host, spec, sync):
       else:
         ready_dequeue = ready.dequeue()
     signals = {}
-    done_sizes = []
+    done_sizes = started_sizes = []
     for kind in ('started', 'done'):
       ops = []
       for p in range(len(spec.ps_hosts)):
@@ -222,6 +223,8 @@ def build_worker_graph(config, host, spec, sync):
             tf.constant(spec.task_index)))
         if p == 0 and kind == 'done':
           done_sizes = [q.size() for q in queues]
+        if p == 0 and kind == 'started':
+          started_sizes = [q.size() for q in queues]
       signals[kind] = tf.group(*ops, name='worker_%s' % kind)
     graph.finalize()
   return WorkerGraph(graph, mgr, train_op, average_loss, global_step,
@@ -230,7 +233,7 @@ def build_worker_graph(config, host, spec, sync):
                      ready_enqueue,
                      ready_dequeue, signals['started'], signals['done'],
                      done_sizes, restorer, snapshot_step, save_request,
-                     save_step, towers.top_1, towers.top_5)
+                     save_step, towers.top_1, towers.top_5, started_sizes)
 
 
 def _on_task(var, job, task):

@@ -121,6 +121,16 @@ def run_worker(spec, config, options, log=print):
     except tf.errors.OpError:
       return False
 
+  def started():
+    """Names of the workers that told PS 0 they came up."""
+    try:
+      sizes = sess.run(g.started_sizes, options=tf.RunOptions(
+          timeout_in_ms=int(liveness.CONNECT_TIMEOUT_SECS * 2000)))
+    except tf.errors.OpError:
+      return []
+    return [task_spec.task_name('worker', k) for k, v in enumerate(sizes)
+            if v]
+
   call = deadline.DeadlineCaller(tf, sess, monitor, options.op_timeout_secs,
                                  finished)
   call(g.started_op, 'telling the PS tasks this worker started')
@@ -173,7 +183,8 @@ def run_worker(spec, config, options, log=print):
       # Asynchronous workers never wait for each other: watch the peers.
       watcher = liveness.Watcher(
           monitor, monitor.others(('worker',)), finished,
-          options.op_timeout_secs, 'it never said it finished').start()
+          options.op_timeout_secs, 'it never said it finished',
+          started).start()
     schedule = SaveSchedule(options.save_model_steps, config.save_model_secs)
     if config.num_warmup_batches:
       log('Running warm up')
