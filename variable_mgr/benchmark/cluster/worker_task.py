@@ -118,7 +118,8 @@ def run_worker(spec, config, options, log=print):
     try:
       return bool(sess.run(done_sizes[k], options=tf.RunOptions(
           timeout_in_ms=int(liveness.CONNECT_TIMEOUT_SECS * 2000))))
-    except tf.errors.OpError:
+    except (tf.errors.OpError, RuntimeError):
+      # RuntimeError: the session was closed under the watcher's probe.
       return False
 
   def started():
@@ -126,7 +127,7 @@ def run_worker(spec, config, options, log=print):
     try:
       sizes = sess.run(g.started_sizes, options=tf.RunOptions(
           timeout_in_ms=int(liveness.CONNECT_TIMEOUT_SECS * 2000)))
-    except tf.errors.OpError:
+    except (tf.errors.OpError, RuntimeError):
       return []
     return [task_spec.task_name('worker', k) for k, v in enumerate(sizes)
             if v]
