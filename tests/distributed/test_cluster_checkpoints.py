@@ -8,7 +8,6 @@ clusterlib); the NumPy reference replays the fixed synthetic batches.
 
 import os
 
-import pytest
 import tensorflow as _tf
 
 import clusterlib
@@ -136,28 +135,3 @@ def test_save_schedule_by_steps_and_by_time():
   alone.saved()
   assert not alone.due(3)
   assert not worker_task.SaveSchedule(0, 0, clock).due(1, None)
-
-
-@pytest.mark.parametrize('flags,intra,inter', [
-    ([], 0, 0),
-    (['--num_intra_threads', '3', '--num_inter_threads', '2'], 3, 2),
-])
-def test_thread_flags_reach_every_server_and_session_config(flags, intra,
-                                                            inter):
-  """--num_intra_threads/--num_inter_threads in the ConfigProto of a
-  task's server (whose pools run the steps) and of its sessions, for a PS
-  and a worker alike; unset, TensorFlow's choice (0)."""
-  from variable_mgr.benchmark import flags as flags_lib  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark.cluster import servers  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark.cluster import task_spec  # pylint: disable=g-import-not-at-top
-  for job in ('ps', 'worker'):
-    args = flags_lib.parse_task_args(
-        ['--job_name', job, '--task_index', '0', '--ps_hosts',
-         '127.0.0.1:1', '--worker_hosts', '127.0.0.1:2', '--variable_update',
-         'parameter_server', '--model', 'trivial'] + flags, environ={})
-    spec = task_spec.from_flags(job, 0, args.ps_hosts, args.worker_hosts)
-    for config in (servers.server_config(tf, args, 2),
-                   servers.session_config(tf, spec, args, 2)):
-      assert config.intra_op_parallelism_threads == intra
-      assert config.inter_op_parallelism_threads == inter
-      assert config.device_count['CPU'] == 2

@@ -1,0 +1,72 @@
+"""--num_intra_threads and --num_inter_threads in a cluster: in the
+ConfigProto of every task's server (whose thread pools run the steps' ops)
+and of its sessions, PS tasks and workers alike."""
+
+import pytest
+import tensorflow as _tf
+
+from variable_mgr.benchmark import flags as flags_lib
+from variable_mgr.benchmark.cluster import ps_task
+from variable_mgr.benchmark.cluster import servers
+from variable_mgr.benchmark.cluster import task_spec
+from variable_mgr.benchmark.cluster import worker_task
+
+tf = _tf.compat.v1
+
+
+def _args(job, more):
+  return flags_lib.parse_task_args(
+      ['--job_name', job, '--task_index', '0', '--ps_hosts', '127.0.0.1:1',
+       '--worker_hosts', '127.0.0.1:2', '--variable_update',
+       'parameter_server', '--model', 'trivial', '--num_gpus', '2'] + more,
+      environ={})
+
+
+@pytest.mark.parametrize('flags,intra,inter', [
+    ([], 0, 0),
+    (['--num_intra_threads', '3', '--num_inter_threads', '2'], 3, 2),
+])
+def test_thread_flags_reach_every_server_and_session_config(flags, intra,
+                                                            inter):
+  """--num_intra_threads/--num_inter_threads in the ConfigProto of a
+  task's server (whose pools run the steps) and of its sessions, for a PS
+  and a worker alike; unset, TensorFlow's choice (0)."""
+  for job in ('ps', 'worker'):
+    args = _args(job, flags)
+    spec = task_spec.from_flags(job, 0, args.ps_hosts, args.worker_hosts)
+    for config in (servers.server_config(tf, args, 2),
+                   servers.session_config(tf, spec, args, 2)):
+      assert config.intra_op_parallelism_threads == intra
+      assert config.inter_op_parallelism_threads == inter
+      assert config.device_count['CPU'] == 2
+
+
+class _Started(Exception):
+  pass
+
+
+@pytest.mark.parametrize('job', ['ps', 'worker'])
+def test_every_task_starts_its_server_with_the_thread_flags(monkeypatch,
+                                                            job):
+  """A PS task and a worker hand their flags to the server they start
+  (which makes the config above): the server's config gets the flags."""
+  configs = []
+
+  def server(cluster, job_name, task_index, config, start):
+    del cluster, job_name, task_index, start
+    configs.append(config)
+    raise _Started()
+
+  monkeypatch.setattr(tf.train, 'Server', server)
+  args = _args(job, ['--num_intra_threads', '3', '--num_inter_threads', '2'])
+  spec = task_spec.from_flags(job, 0, args.ps_hosts, args.worker_hosts)
+  with pytest.raises(_Started):
+    if job == 'ps':
+      ps_task.run_ps(spec, args, log=lambda line: None)
+    else:
+      from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
+      worker_task.run_worker(spec, run_config.from_args(args), args,
+                             log=lambda line: None)
+  assert len(configs) == 1
+  assert configs[0].intra_op_parallelism_threads == 3
+  assert configs[0].inter_op_parallelism_threads == 2
