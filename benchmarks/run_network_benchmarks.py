@@ -33,52 +33,62 @@ the start of that round. The results files are written after every round;
 round's pace says would end after that time, and the results name what was
 cut.
 
-The full plan (58 cells, 2 rounds; `--plan` estimates 39 minutes, the
-machine's load makes it 35-45):
+The full plan (49 cells, 2 rounds; `--plan` estimates 35 minutes, the
+machine's load makes it 40-45; the goal's cells come last in it, first in
+round 2):
 
-- lenet (6.65 MB of float32 variables) at 200mbit and 1gbit, 2 and 4
-  workers: with 1 PS every strategy and both twins, with 2 PS the four PS
-  strategies with `--variable_partition_min_bytes` 1 MiB ("partitioned");
-  at 200mbit, 2 workers also parameter_server with 2 PS and variables
-  whole;
-- at 200mbit, 2 workers, the asynchronous parameter_server with its
-  workers' peer probe turned off (`--no_peer_probe` of this script's task
-  entry: a diagnostic, no library change);
+- lenet (6.65 MB of float32 variables) at 200mbit, 2 workers (the goals'
+  layout): every strategy and both twins with 1 PS; the four PS strategies
+  with 2 PS and `--variable_partition_min_bytes` 1 MiB ("partitioned"), and
+  parameter_server with 2 PS and variables whole; and the asynchronous
+  parameter_server with its workers' peer probe turned off
+  (`--no_peer_probe` of this script's task entry: a diagnostic, no library
+  change);
+- lenet at 200mbit, 4 workers: every strategy but distributed_replicated
+  and both twins with 1 PS; the plain and staged PS partitioned over 2;
+- lenet at 1gbit, 2 workers: every strategy and both twins with 1 PS, the
+  four PS strategies partitioned over 2; at 1gbit, 4 workers: every
+  strategy but distributed_replicated and MultiWorkerMirroredStrategy, 1 PS;
 - lenet on unshaped links (the same veth pairs and bridge, no tbf), 2
   workers: staged and asynchronous parameter_server and
   collective_all_reduce with 1 PS, the plain, staged and asynchronous PS
   partitioned over 2: c0, the step without the bandwidth limit, the part of
   a step that the network bounds leave out;
 - resnet50_vars (102.2 MB, 161 variables) at 1gbit, 2 workers, 3 timed
-  steps after 1 warm-up step: with 1 PS every strategy and
-  MultiWorkerMirroredStrategy, with 2 PS (variables whole: byte balancing
-  already puts 51.1 MB on each) the plain, staged and asynchronous PS.
+  steps after 1 warm-up step: every strategy but distributed_replicated and
+  MultiWorkerMirroredStrategy with 1 PS, parameter_server with 2 PS
+  (variables whole: byte balancing already puts 51.1 MB on each).
 
 Left out, with the arithmetic (B the variables' bytes, R about 0.96 x the
-nominal rate, each cell costing its tasks' start, 8-30 s, plus warm-up and
-timed steps and the first pull):
+nominal rate; a cell costs its tasks' start, 8-30 s for lenet and 25-45 s
+for resnet50_vars on this shared machine, plus its warm-up and timed steps
+and the first pull):
 
 - resnet50_vars at 200mbit: a synchronous PS step is 2 x W x B / R =
   2 x 2 x 102.2 MB x 8 / 192 Mbit/s = 17.0 s with 2 workers, 34 s with 4;
-  5 step times a cell make the 2-worker layouts (1 and 2 PS, 10 cells)
-  about 9 minutes a round and the 4-worker ones 18: 54 minutes for 2
-  rounds, more than the run's budget on their own.
+  at 5 step times a cell the 2-worker cells alone (1 and 2 PS) take about
+  9 minutes a round, the 4-worker ones 18: 54 minutes for 2 rounds, more
+  than the run's budget on their own.
 - resnet50_vars with 4 workers at 1gbit: 2 x 4 x 102.2 x 8 / 960 Mbit/s =
-  6.8 s a synchronous step, its 10 cells about 4 minutes a round.
+  6.8 s a synchronous step, its cells about 5 minutes a round; and its
+  2-PS staged and asynchronous cells (45 s each).
+- distributed_replicated but at 2 workers: its bound is the plain PS's,
+  and at 2 workers it measures 0.99-1.00x of it.
 - ParameterServerStrategy with 2 PS: its `replica_device_setter` places
   variables round-robin by count, so all four of lenet's weights (6.651 of
   6.653 MB) land on PS 0 and the biases on PS 1: a second PS would measure
-  nothing new. And at 1gbit, 4 workers, and for resnet50_vars (47 s a
-  cell): time.
+  nothing new. At 1gbit, 4 workers, and for resnet50_vars (47 s a cell):
+  time.
 - 2 PS with variables whole for every strategy: the 3136x512 layer holds
   96.5% of lenet's bytes, and the quick run of 2026-12-01 measured every PS
-  strategy's whole 2-PS step at 0.92-1.00x of its 1-PS step; parameter_server
-  alone stays, as the reference.
-- at 1gbit, 4 workers, distributed_replicated and the asynchronous PS over 2
-  PS: at 1gbit lenet's transfer (B / R = 55 ms) is about the size of its
-  compute (c0, about 45 ms), and the 200mbit cells show the partitioning.
-- unshaped cells of the synchronous strategies: the floors and bounds that
-  the results use need c0 only for the others.
+  strategy's whole 2-PS step at 0.92-1.00x of its 1-PS step;
+  parameter_server alone stays, as the reference.
+- 2 PS at 1gbit, 4 workers, and the asynchronous PS and
+  distributed_replicated over 2 PS at 200mbit, 4 workers: the 2-worker
+  cells show the partitioning, and at 1gbit lenet's transfer
+  (B / R = 55 ms) is about the size of its compute (c0, about 45 ms).
+- unshaped cells of the synchronous PS strategies: the floor of their
+  2-PS ratio needs no c0.
 
 Bounds, B the bytes of the variables, B_ps those of the busiest PS task
 (variables placed whole, greedily by bytes in creation order, as the
@@ -217,37 +227,38 @@ def layout(rate, workload, workers, num_ps, strategies):
 
 
 # The unshaped cells the bounds with c0 use (the synchronous PS's floor
-# needs none); resnet50_vars's 2-PS cells without distributed_replicated
-# (its bound is the plain PS's).
+# needs none).
 UNSHAPED_1PS = ['staged parameter_server', 'asynchronous parameter_server',
                 'collective_all_reduce']
 UNSHAPED_2PS = ['parameter_server', 'staged parameter_server',
                 'asynchronous parameter_server']
-LIGHT_2PS = ['parameter_server', 'staged parameter_server']
-RESNET_2PS = ['parameter_server', 'staged parameter_server',
-              'asynchronous parameter_server']
+PSS = 'ParameterServerStrategy (v1, graph)'
 
 
 def full_cells():
-  """The full plan (the module's docstring says what it leaves out)."""
-  pss = 'ParameterServerStrategy (v1, graph)'
-  cells = []
-  for rate in (MBIT, GBIT):
-    for workers in (2, 4):
-      light = rate == GBIT and workers == 4
-      cells += layout(rate, 'lenet', workers, 1,
-                      [s for s in STRATEGIES if not (light and s == pss)])
-      cells += layout(rate, 'lenet', workers, 2, [
-          s + PARTITIONED for s in (LIGHT_2PS if light else PS_STRATEGIES)])
-      if rate == MBIT and workers == 2:
-        cells += layout(rate, 'lenet', workers, 2, ['parameter_server'])
-  cells += layout(MBIT, 'lenet', 2, 1, [NO_PROBE])
+  """The full plan (the module's docstring says what it leaves out and
+  why). The goal's layout comes last: round 2 runs in the reverse order,
+  so a run cut short by --stop_by loses the other cells' second round
+  first."""
+  no_dr = [s for s in STRATEGIES if s != 'distributed_replicated']
+  cells = layout(GBIT, 'resnet50_vars', 2, 1,
+                 [s for s in no_dr if s != PSS])
+  cells += layout(GBIT, 'resnet50_vars', 2, 2, ['parameter_server'])
+  cells += layout(GBIT, 'lenet', 4, 1, [s for s in no_dr if s != PSS])
+  cells += layout(GBIT, 'lenet', 2, 1, STRATEGIES)
+  cells += layout(GBIT, 'lenet', 2, 2, [s + PARTITIONED
+                                        for s in PS_STRATEGIES])
+  cells += layout(MBIT, 'lenet', 4, 1, no_dr)
+  cells += layout(MBIT, 'lenet', 4, 2, [
+      s + PARTITIONED for s in ('parameter_server',
+                                'staged parameter_server')])
   cells += layout(None, 'lenet', 2, 1, UNSHAPED_1PS)
   cells += layout(None, 'lenet', 2, 2, [s + PARTITIONED
                                          for s in UNSHAPED_2PS])
-  cells += layout(GBIT, 'resnet50_vars', 2, 1,
-                  [s for s in STRATEGIES if s != pss])
-  cells += layout(GBIT, 'resnet50_vars', 2, 2, RESNET_2PS)
+  cells += layout(MBIT, 'lenet', 2, 1, list(STRATEGIES) + [NO_PROBE])
+  cells += layout(MBIT, 'lenet', 2, 2, [s + PARTITIONED
+                                         for s in PS_STRATEGIES])
+  cells += layout(MBIT, 'lenet', 2, 2, ['parameter_server'])
   return cells
 
 
@@ -434,7 +445,7 @@ def estimate_cell_secs(cell, plan, sizes, goodput=None):
                   'ring': b['ring']}[kind(cell.strategy)]
   start = 4.0 + 2.5 * task_count(cell)
   if cell.workload == 'resnet50_vars':
-    start += 8.0  # its 161 variables' graph and the first full pull
+    start += 25.0  # its 161 variables' graphs and the first full pull
   return start + steps * step
 
 
@@ -703,13 +714,6 @@ def measure_all(plan, log, stop_by=None, on_round=None):
   try:
     for r in range(plan['rounds']):
       order = round_order(cells, r, plan['rounds'])
-      if stop_by and time.time() + sum(pace[key(c)] for c in order) > stop_by:
-        results['cut'].append('round %d of %d not started: by the pace of '
-                              'the previous round it would have ended after '
-                              '%s UTC' % (r + 1, plan['rounds'], time.strftime(
-                                  '%H:%M', time.gmtime(stop_by))))
-        log(results['cut'][-1])
-        break
       goodput = {}
       for rate in rates:
         goodput[rate] = measure_goodput(rate)
@@ -722,13 +726,14 @@ def measure_all(plan, log, stop_by=None, on_round=None):
           results['queue_delay'].append([rate, idle, loaded])
           log('%d bit/s: a TCP connect takes %.1f ms idle, %.1f ms behind '
               'a full stream' % (rate, 1000 * idle, 1000 * loaded))
-      for i, cell in enumerate(order):
+      for cell in order:
         if stop_by and time.time() + pace[key(cell)] > stop_by:
-          results['cut'].append('round %d: %d of %d cells not run (the '
-                                '--stop_by time)' % (r + 1, len(order) - i,
-                                                     len(order)))
+          results['cut'].append('round %d: %s not run (it would have ended '
+                                'after --stop_by %s UTC)' % (
+                                    r + 1, describe(cell), time.strftime(
+                                        '%H:%M', time.gmtime(stop_by))))
           log(results['cut'][-1])
-          break
+          continue
         g = min(goodput[cell.rate]) if cell.rate else None
         op_timeout = 60.0
         if g:
@@ -744,8 +749,6 @@ def measure_all(plan, log, stop_by=None, on_round=None):
         results['runs'].append(run)
       if on_round:
         on_round(results)
-      if results['cut']:
-        break
   finally:
     if shapes_file:
       os.remove(shapes_file)
@@ -921,10 +924,22 @@ def link_rows(t, sizes, cells):
   return rows
 
 
+def display_order(keys):
+  """Cell keys for the tables: lenet first, shaped rates slowest first,
+  unshaped after them, then workers and PS tasks; the plan's order within."""
+  def order(item):
+    i, k = item
+    rate, workload, workers, num_ps = k.split('|')[:4]
+    return (workload != 'lenet', rate == 'None',
+            int(rate) if rate != 'None' else 0, int(workers),
+            int(num_ps) == 2, i)
+  return [k for _, k in sorted(enumerate(keys), key=order)]
+
+
 def cell_rows(t, sizes):
   from variable_mgr.benchmark.cluster import netns  # pylint: disable=g-import-not-at-top
   rows = []
-  for k in t.by_cell:
+  for k in display_order(t.by_cell):
     cell = Cell(*[None if x == 'None' else x for x in k.split('|')])
     cell = cell._replace(rate=int(cell.rate) if cell.rate else None,
                          workers=int(cell.workers), num_ps=int(cell.num_ps))
@@ -958,7 +973,7 @@ def cell_rows(t, sizes):
 
 def twin_rows(t, sizes):
   rows = []
-  for k in t.by_cell:
+  for k in display_order(t.by_cell):
     parts = k.split('|')
     if parts[4] not in TWINS or parts[0] == 'None':
       continue
