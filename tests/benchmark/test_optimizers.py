@@ -157,6 +157,52 @@ def test_optimizer_matches_numpy(fields, update):
                            rtol=1e-3, atol=1e-5)
 
 
+def _train_towers(config):
+  """(initial, final) variables of each tower's copy (replicated and
+  independent keep one a tower: v0/..., v1/...)."""
+  host, session_config = local_run.make_host(config)
+  g = harness.build_training_graph(config, host)
+  with g.graph.as_default():
+    copies = [dict((k, v) for v in tf.global_variables()
+                   for k in ('logits/weights', 'logits/biases')
+                   if v.op.name == 'v%d/%s' % (d, k))
+              for d in range(TOWERS)]
+  assert all(len(c) == 2 for c in copies), copies
+  with tf.Session(graph=g.graph, config=session_config) as sess:
+    sess.run(g.init_op)
+    sess.run(g.post_init_op or [])
+    initial = sess.run(copies)
+    for _ in range(STEPS):
+      sess.run(g.train_op)
+    return initial, sess.run(copies)
+
+
+@pytest.mark.parametrize('strategy', ['replicated', 'independent'])
+@pytest.mark.parametrize('fields,update', [
+    (dict(optimizer='adam', adam_epsilon=0.1), _adam(0.9, 0.999, 0.1)),
+    (dict(optimizer='rmsprop'), _rmsprop(0.9, 0.9, 1.0)),
+], ids=['adam', 'rmsprop'])
+def test_optimizer_on_every_tower_matches_numpy(strategy, fields, update):
+  # One apply_gradients call a tower: Adam's bias correction still counts
+  # one step a step (tf.train's own advanced once a call, by the tower
+  # count a step). replicated: every copy applies the sum of the towers'
+  # gradients; independent: each its own.
+  config = _config(variable_update=strategy, learning_rate=RATE, **fields)
+  initial, final = _train_towers(config)
+  batches = clusterlib.tower_batches(TOWERS)
+  for d in range(TOWERS):
+    w = dict((k, v.astype(np.float64)) for k, v in initial[d].items())
+    slots = dict((k, {}) for k in w)
+    for t in range(1, STEPS + 1):
+      grads = [clusterlib.gradients(w, b) for b in batches]
+      for k in w:
+        g = (sum(gd[k] for gd in grads) if strategy == 'replicated' else
+             grads[d][k])
+        w[k] = update(w[k], g, t, RATE, slots[k])
+    for k in w:
+      _close(final[d][k], w[k])
+
+
 def test_a_schedule_reaches_the_optimizer():
   # Synthetic data: an epoch is ImageNet's 1,281,167 images, 160,145.875
   # steps of 8 images. A warmup of 2.5 / 160145.875 epochs lasts int(2.5) =

@@ -5,7 +5,9 @@ get_optimizer, the models' get_learning_rate).
 Optimizers (`--optimizer`): sgd, momentum (`--momentum`; classic momentum,
 where tf_cnn_benchmarks uses Nesterov's), rmsprop (`--rmsprop_decay`,
 `--rmsprop_momentum`, `--rmsprop_epsilon`) and adam (`--adam_beta1`,
-`--adam_beta2`, `--adam_epsilon`).
+`--adam_beta2`, `--adam_epsilon`; its bias correction counts the global
+step, so that one apply call a tower, as replicated and independent make,
+advances it once a step: `StepAdamOptimizer`).
 
 The learning rate, at global step s, with an epoch of E examples and a
 global batch of B images (every tower of every worker), so B / E epochs a
@@ -192,9 +194,43 @@ def make_optimizer(config, global_step=None, global_batch=None):
                                      momentum=config.rmsprop_momentum,
                                      epsilon=config.rmsprop_epsilon)
   if config.optimizer == 'adam':
-    return tf.train.AdamOptimizer(rate, config.adam_beta1, config.adam_beta2,
-                                  config.adam_epsilon)
+    if global_step is None:
+      return tf.train.AdamOptimizer(rate, config.adam_beta1,
+                                    config.adam_beta2, config.adam_epsilon)
+    return StepAdamOptimizer(global_step, rate, config.adam_beta1,
+                             config.adam_beta2, config.adam_epsilon)
   return tf.train.GradientDescentOptimizer(rate)
+
+
+class StepAdamOptimizer(tf.train.AdamOptimizer):
+  """tf.train's Adam whose bias correction counts the global step.
+
+  tf.train.AdamOptimizer keeps beta1^t and beta2^t in two variables that
+  each `apply_gradients` call multiplies by beta1 and beta2. The harness
+  calls it once per apply device, so with several (replicated and
+  independent: one a tower) t would advance by the tower count a step.
+  Here beta^t is beta ** (global_step + 1), read before the step's
+  increment: one step a step, on every device, whatever the number of
+  calls (the same values as tf.train's with one call a step).
+  """
+
+  def __init__(self, global_step, learning_rate, beta1, beta2, epsilon):
+    super(StepAdamOptimizer, self).__init__(learning_rate, beta1, beta2,
+                                            epsilon)
+    self._step = global_step
+
+  def _create_slots(self, var_list):
+    for v in var_list:
+      self._zeros_slot(v, 'm', self._name)
+      self._zeros_slot(v, 'v', self._name)
+
+  def _get_beta_accumulators(self):
+    t = tf.cast(self._step, tf.float32) + 1.0
+    return (tf.pow(tf.cast(self._beta1, tf.float32), t),
+            tf.pow(tf.cast(self._beta2, tf.float32), t))
+
+  def _finish(self, update_ops, name_scope):
+    return tf.group(*update_ops, name=name_scope)
 
 
 def describe_optimizer(config):
