@@ -250,6 +250,10 @@ def test_forward_only_flag_checks(known_checkpoint, tmp_path):
   assert _refusal(['--forward_only', '--backward_passes_per_step',
                    '2']).startswith(
                        '--forward_only with --backward_passes_per_step=2:')
+  assert _refusal(['--forward_only', '--data_name', 'digits',
+                   '--eval_during_training_every_n_steps', '4']).startswith(
+                       '--forward_only with '
+                       '--eval_during_training_every_n_steps=4:')
   flags.parse_args(['--forward_only', '--print_training_accuracy'],
                    environ={})
 
