@@ -134,8 +134,11 @@ class Monitor(object):
 
   A task that never answered is still starting until `startup_timeout`
   has passed since the monitor was made; after that it is dead. A task that
-  answered once and no longer does is dead, unless `finished(name)` says it
-  ended normally.
+  answered once (or is known to have come up: `mark_seen`) and no longer
+  does is dead, unless `finished(name)` says it ended normally: at once, or
+  after the `patience` of `dead` unless its host refuses the connection.
+  `failure` names the dead, or this task's own link when it reaches no
+  other task at all.
   """
 
   def __init__(self, spec, startup_timeout, log=print):
