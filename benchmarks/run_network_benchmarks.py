@@ -5,6 +5,9 @@
     python benchmarks/run_network_benchmarks.py --quick    # a check
     python benchmarks/run_network_benchmarks.py --plan     # its cells, timed
     python benchmarks/run_network_benchmarks.py --stop_by 18:00
+    python /tmp/clone/benchmarks/run_network_benchmarks.py \
+        --results_dir benchmarks         # a clean clone measured, the
+                                         # results written here
 
 Every cell is a cluster of the benchmark's own runner on the namespace
 network of `--launch_local_cluster --network_rate`
@@ -33,8 +36,8 @@ the start of that round. The results files are written after every round;
 round's pace says would end after that time, and the results name what was
 cut.
 
-The full plan (49 cells, 2 rounds; `--plan` estimates 35 minutes, the
-machine's load makes it 40-45; the goal's cells come last in it, first in
+The full plan (44 cells, 2 rounds; `--plan` estimates 31 minutes, the
+machine's load makes it 35-45; the goal's cells come last in it, first in
 round 2):
 
 - lenet (6.65 MB of float32 variables) at 200mbit, 2 workers (the goals'
@@ -44,25 +47,27 @@ round 2):
   parameter_server with its workers' peer probe turned off
   (`--no_peer_probe` of this script's task entry: a diagnostic, no library
   change);
-- lenet at 200mbit, 4 workers: every strategy but distributed_replicated
-  and both twins with 1 PS; the plain and staged PS partitioned over 2;
+- lenet at 200mbit, 4 workers: the plain, staged and asynchronous PS,
+  collective_all_reduce and MultiWorkerMirroredStrategy with 1 PS; the
+  plain and staged PS partitioned over 2;
 - lenet at 1gbit, 2 workers: every strategy and both twins with 1 PS, the
-  four PS strategies partitioned over 2; at 1gbit, 4 workers: every
-  strategy but distributed_replicated and MultiWorkerMirroredStrategy, 1 PS;
+  plain and staged PS partitioned over 2; at 1gbit, 4 workers: the plain
+  and staged PS, collective_all_reduce and MultiWorkerMirroredStrategy, 1 PS;
 - lenet on unshaped links (the same veth pairs and bridge, no tbf), 2
   workers: staged and asynchronous parameter_server and
   collective_all_reduce with 1 PS, the plain, staged and asynchronous PS
   partitioned over 2: c0, the step without the bandwidth limit, the part of
   a step that the network bounds leave out;
 - resnet50_vars (102.2 MB, 161 variables) at 1gbit, 2 workers, 3 timed
-  steps after 1 warm-up step: every strategy but distributed_replicated and
-  MultiWorkerMirroredStrategy with 1 PS, parameter_server with 2 PS
+  steps after 1 warm-up step: the plain and staged PS, collective_all_reduce
+  and MultiWorkerMirroredStrategy with 1 PS, parameter_server with 2 PS
   (variables whole: byte balancing already puts 51.1 MB on each).
 
 Left out, with the arithmetic (B the variables' bytes, R about 0.96 x the
 nominal rate; a cell costs its tasks' start, 8-30 s for lenet and 25-45 s
 for resnet50_vars on this shared machine, plus its warm-up and timed steps
-and the first pull):
+and the first pull; the quick run took 1.5x `--plan`'s estimate under the
+machine's load, and the run has about 45 minutes):
 
 - resnet50_vars at 200mbit: a synchronous PS step is 2 x W x B / R =
   2 x 2 x 102.2 MB x 8 / 192 Mbit/s = 17.0 s with 2 workers, 34 s with 4;
@@ -70,22 +75,22 @@ and the first pull):
   9 minutes a round, the 4-worker ones 18: 54 minutes for 2 rounds, more
   than the run's budget on their own.
 - resnet50_vars with 4 workers at 1gbit: 2 x 4 x 102.2 x 8 / 960 Mbit/s =
-  6.8 s a synchronous step, its cells about 5 minutes a round; and its
-  2-PS staged and asynchronous cells (45 s each).
-- distributed_replicated but at 2 workers: its bound is the plain PS's,
-  and at 2 workers it measures 0.99-1.00x of it.
+  6.8 s a synchronous step, its cells about 5 minutes a round; its
+  asynchronous PS and the staged PS over 2 PS (45 s a cell): time.
+- distributed_replicated but at 1 and 2 PS with 2 workers: its bound is the
+  plain PS's, and at 2 workers it measures 0.99-1.00x of it; the
+  asynchronous PS at 1gbit, 4 workers: time.
 - ParameterServerStrategy with 2 PS: its `replica_device_setter` places
   variables round-robin by count, so all four of lenet's weights (6.651 of
   6.653 MB) land on PS 0 and the biases on PS 1: a second PS would measure
-  nothing new. At 1gbit, 4 workers, and for resnet50_vars (47 s a cell):
-  time.
+  nothing new. With 4 workers and for resnet50_vars (33-47 s a cell): time.
 - 2 PS with variables whole for every strategy: the 3136x512 layer holds
   96.5% of lenet's bytes, and the quick run of 2026-12-01 measured every PS
   strategy's whole 2-PS step at 0.92-1.00x of its 1-PS step;
   parameter_server alone stays, as the reference.
-- 2 PS at 1gbit, 4 workers, and the asynchronous PS and
-  distributed_replicated over 2 PS at 200mbit, 4 workers: the 2-worker
-  cells show the partitioning, and at 1gbit lenet's transfer
+- 2 PS at 1gbit, 4 workers, and distributed_replicated and the
+  asynchronous PS over 2 PS but at 200mbit, 2 workers: the goal's layout
+  shows the partitioning of each, and at 1gbit lenet's transfer
   (B / R = 55 ms) is about the size of its compute (c0, about 45 ms).
 - unshaped cells of the synchronous PS strategies: the floor of their
   2-PS ratio needs no c0.
@@ -240,15 +245,17 @@ def full_cells():
   why). The goal's layout comes last: round 2 runs in the reverse order,
   so a run cut short by --stop_by loses the other cells' second round
   first."""
-  no_dr = [s for s in STRATEGIES if s != 'distributed_replicated']
-  cells = layout(GBIT, 'resnet50_vars', 2, 1,
-                 [s for s in no_dr if s != PSS])
+  sync_staged_ring = ['parameter_server', 'staged parameter_server',
+                      'collective_all_reduce', 'MultiWorkerMirroredStrategy']
+  cells = layout(GBIT, 'resnet50_vars', 2, 1, sync_staged_ring)
   cells += layout(GBIT, 'resnet50_vars', 2, 2, ['parameter_server'])
-  cells += layout(GBIT, 'lenet', 4, 1, [s for s in no_dr if s != PSS])
+  cells += layout(GBIT, 'lenet', 4, 1, sync_staged_ring)
   cells += layout(GBIT, 'lenet', 2, 1, STRATEGIES)
-  cells += layout(GBIT, 'lenet', 2, 2, [s + PARTITIONED
-                                        for s in PS_STRATEGIES])
-  cells += layout(MBIT, 'lenet', 4, 1, no_dr)
+  cells += layout(GBIT, 'lenet', 2, 2, [
+      s + PARTITIONED for s in ('parameter_server',
+                                'staged parameter_server')])
+  cells += layout(MBIT, 'lenet', 4, 1, [
+      s for s in STRATEGIES if s not in ('distributed_replicated', PSS)])
   cells += layout(MBIT, 'lenet', 4, 2, [
       s + PARTITIONED for s in ('parameter_server',
                                 'staged parameter_server')])
@@ -1065,7 +1072,7 @@ def section_lines(results, plan, source, command, elapsed, full_file=None):
             'step c0 and the worker\'s own link (docstring); for the 2-PS '
             'goals, the floor of the ratio that the measured 1-PS step '
             'allows. The causes: below.']
-  lines += ['', '### Why the goals not met are not met', '']
+  lines += ['', '### What the steps are made of: the goals\' causes', '']
   if full_file:
     lines += cause_bullets(t, sizes)
     lines += ['', 'Every cell, c0, the link bytes, the asynchronous workers\' '
@@ -1151,10 +1158,11 @@ def cause_bullets(t, sizes):
                 total_mb))
     if c:
       text += ('what the bound leaves out is the step\'s non-network part: '
-               'the same cluster on unshaped links takes c0 = %s a step '
-               '(the forward and backward pass, which no all-reduce overlaps: '
-               'every gradient is reduced after the backward pass); ring + c0 '
-               '= %s, and the step is %.2fx of that.' % (
+               'the forward pass cannot start before the previous step\'s '
+               'all-reduce and update end, nor a gradient\'s all-reduce '
+               'before the backward pass computes it; the same cluster on '
+               'unshaped links takes c0 = %s a step; ring + c0 = %s, and '
+               'the step is %.2fx of that.' % (
                    ms(c), ms(bound + c), step / (bound + c)))
     bullets.append(text)
 
@@ -1185,12 +1193,12 @@ def cause_bullets(t, sizes):
                '%s (%.2fx of W x B / R). ' % (ms(no_probe), no_probe / fd))
       phase = cell_phase(t, goal_cell(NO_PROBE))
       if phase is not None:
-        text += '(phase %.2f) ' % phase
+        text = text[:-3] + ', phase %.2f). ' % phase
     if twin:
       text += ('tf.distribute\'s ParameterServerStrategy, asynchronous on '
-               'the same links, takes %s (%.2fx)' % (ms(twin), twin / fd))
+               'the same links, takes %s (%.2fx' % (ms(twin), twin / fd))
       phase = cell_phase(t, goal_cell('ParameterServerStrategy (v1, graph)'))
-      text += ' (phase %.2f).' % phase if phase is not None else '.'
+      text += ', phase %.2f).' % phase if phase is not None else ').'
     bullets.append(text)
 
   for strategy in PS_STRATEGIES:
@@ -1249,10 +1257,10 @@ def cause_bullets(t, sizes):
   if delays:
     from variable_mgr.benchmark.cluster import netns  # pylint: disable=g-import-not-at-top
     bullets.append(
-        '- not the cause: queueing behind bulk data. A TCP connect (one '
-        'small message each way) takes %s (idle / behind a full single '
-        'stream), so a barrier\'s or a probe\'s message waits a few '
-        'milliseconds on a busy link, not tens.' % '; '.join(
+        '- queueing behind bulk data: a TCP connect (one small message '
+        'each way) takes %s (idle / behind a full single stream); a '
+        'barrier\'s token or a probe waits about that long on a busy '
+        'link.' % '; '.join(
             '%.1f / %.1f ms at %s' % (1000 * i, 1000 * l, netns.rate_text(r))
             for r, i, l in delays))
   return bullets
@@ -1315,6 +1323,13 @@ def main(argv=None):
     i = argv.index('--from_json')
     from_json = argv[i + 1]
     del argv[i:i + 2]
+  results_dir = HERE
+  if '--results_dir' in argv:
+    # Where the results files go (default: this script's directory), e.g.
+    # a working tree's benchmarks/ when a clean clone is measured.
+    i = argv.index('--results_dir')
+    results_dir = os.path.abspath(argv[i + 1])
+    del argv[i:i + 2]
   show_plan = '--plan' in argv
   if show_plan:
     argv.remove('--plan')
@@ -1336,22 +1351,23 @@ def main(argv=None):
   log = measure.make_log(start)
   command = report.command_line('run_network_benchmarks.py', given)
   if args.quick:
-    output = args.output or os.path.join(HERE, 'NETWORK_RESULTS_quick.md')
+    output = args.output or os.path.join(results_dir,
+                                         'NETWORK_RESULTS_quick.md')
   else:
-    output = args.output or os.path.join(HERE, 'NETWORK_RESULTS.md')
+    output = args.output or os.path.join(results_dir, 'NETWORK_RESULTS.md')
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  def write(results):
+  def write(results, final=True):
     elapsed = time.time() - start
     title = 'Network benchmark' + (' (a check)' if args.quick else '')
     body = section_lines(results, plan, source, command, elapsed)
     report.write(output, report.header(
         title, 'run_network_benchmarks.py', source, command, elapsed,
         tf.__version__) + [''] + body[2:])
-    if not args.quick and not args.output:
+    if final and not args.quick and not args.output:
       import run_benchmarks  # pylint: disable=g-import-not-at-top
       run_benchmarks.write_section(
-          os.path.join(HERE, 'RESULTS.md'), section_lines(
+          os.path.join(results_dir, 'RESULTS.md'), section_lines(
               results, plan, source, command, elapsed,
               full_file=os.path.basename(output)), *SECTION)
     if args.json:
@@ -1363,7 +1379,8 @@ def main(argv=None):
     with open(from_json) as f:
       results = json.load(f)
   else:
-    results = measure_all(plan, log, stop_by, on_round=write)
+    results = measure_all(plan, log, stop_by,
+                          on_round=lambda r: write(r, final=False))
   write(results)
   return 0
 
