@@ -70,6 +70,7 @@ build, the steps, the checkpoint): informative only, the 2 processors are
 shared with other jobs.
 """
 
+import argparse
 import collections
 import json
 import os
@@ -185,6 +186,34 @@ def plan_cells(plan):
       raise ValueError('%s: %d towers do not split a global batch of %d' % (
           cell.label, cell.replicas, GLOBAL_BATCH))
   return cells
+
+
+def update_scale(cell):
+  """How many times the mean gradient of a step's images the variables
+  move by, at the given rate (README, "Strategies"): replicated sums its
+  towers' gradients; a synchronous cluster's workers each apply the mean of
+  their own towers and the updates add up; the rest apply the mean."""
+  if cell.label.startswith('replicated'):
+    return cell.towers
+  if cell.cluster and cell.label not in ASYNCHRONOUS + (
+      'collective_all_reduce',):
+    return cell.workers
+  return 1
+
+
+def update_text(cell):
+  """The table's words for what a step applies."""
+  if cell.label == 'independent':
+    return "each copy its share's mean" if cell.towers > 1 else 'the mean'
+  if cell.label in ASYNCHRONOUS:
+    return "each worker its share's mean, on its own"
+  scale = update_scale(cell)
+  stale = ', one step stale' if cell.label.startswith('staged') else ''
+  if scale == 1:
+    return 'the mean' + stale
+  what = 'sum of the towers' if cell.label.startswith('replicated') else (
+      'sum of the workers\' means')
+  return '%s: %d x the mean%s' % (what, scale, stale)
 
 
 def examples_seen(cell, steps):
@@ -447,6 +476,13 @@ def _steps_text(run):
   return text
 
 
+def _seconds_text(run):
+  train, evaluate = run.get('train_seconds'), run.get('eval_seconds')
+  if train is None:
+    return ''
+  return '%.0f' % train + ('' if evaluate is None else ' + %.0f' % evaluate)
+
+
 def table_rows(runs):
   """The result table's rows: every run of the reference's seed."""
   reference = reference_run(runs)
@@ -458,11 +494,10 @@ def table_rows(runs):
     first = ['%s%s' % (cell.label, ' (reference)' if cell == REFERENCE
                        else ''),
              _where(cell), str(cell.batch_per_tower), _steps_text(run),
-             '{:,}'.format(run['examples'])]
+             '{:,}'.format(run['examples']), update_text(cell)]
     if 'error' in run:
       rows.append(first + ['failed: %s' % run['error'].replace('|', '/'),
-                           '', '', _seconds(run, 'train_seconds'),
-                           _seconds(run, 'eval_seconds'), '**not met**'])
+                           '', '', '', _seconds_text(run), '**not met**'])
       continue
     if cell == REFERENCE:
       delta, text = '', ''
@@ -472,17 +507,19 @@ def table_rows(runs):
       delta = '%+.2f' % points(run['top1'] - reference['top1'])
       ok, why = verdict(run['top1'], reference['top1'])
       text = report.verdict(ok) + (' (%s)' % why if why else '')
+    loss = run.get('final_loss')
     rows.append(first + ['%.2f' % points(run['top1']),
                          '%.2f' % points(run['top5']), delta,
-                         _seconds(run, 'train_seconds'),
-                         _seconds(run, 'eval_seconds'), text])
+                         '' if loss is None else '%.4f' % loss,
+                         _seconds_text(run), text])
   return rows
 
 
 HEADER = ['strategy', 'towers', 'batch a tower', 'steps',
-          'examples trained on', 'top-1 (%)', 'top-5 (%)',
-          'vs one tower (pp)', 'train (s)', 'eval (s)', 'verdict']
-ALIGN = 'lrrrrrrrrrl'
+          'examples trained on', 'a step applies', 'top-1 (%)', 'top-5 (%)',
+          'vs one tower (pp)', 'last loss', 'seconds (train + eval)',
+          'verdict']
+ALIGN = 'lrrrrlrrrrrl'
 
 
 def summary(runs):
@@ -521,6 +558,13 @@ def method_lines(plan, tf_version):
       'batch, the PS applies every worker\'s update',
       '- clusters: `--launch_local_cluster`, %d PS + %d workers of one '
       'tower each on 127.0.0.1' % (NUM_PS, NUM_WORKERS),
+      '- "a step applies": what the variables move by, times the rate, '
+      'as the strategies define it (README, "Strategies"): replicated adds '
+      'its towers\' gradients and a synchronous cluster adds its workers\' '
+      'means, so with one flag for the rate they take steps k times the '
+      'mean\'s (k towers or workers), where the others take the mean\'s; '
+      '"last loss" is the training loss of the last step (the mean over '
+      'the towers; worker 0\'s on a cluster)',
       '- every run one at a time; seconds are each command\'s wall time '
       '(TensorFlow\'s import, graph build, steps, checkpoint) with the '
       'machine\'s 2 processors shared with other jobs: informative only']
@@ -614,15 +658,71 @@ def details_file(runs, plan, source, command, elapsed, tf_version, quick,
       detail_lines(runs, work_dir)
 
 
+def parse_args(argv=None):
+  """`(args, given)`: the flags of every benchmark script
+  (`measure.script_args`: --quick, --output, --json) and --report."""
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument(
+      '--quick', action='store_true',
+      help='three cells of %d steps (one tower, replicated on 2, a '
+      'parameter_server cluster), no seed runs (a check); writes '
+      'CONVERGENCE_RESULTS_quick.md only' % QUICK['steps'])
+  parser.add_argument('--output', help='the Markdown file to write')
+  parser.add_argument('--json', help='also write the raw figures here')
+  parser.add_argument(
+      '--report', metavar='JSON',
+      help='train nothing: write the report again from the --json of an '
+      'earlier run (its figures, commit and command are that run\'s)')
+  given = list(argv if argv is not None else sys.argv[1:])
+  return parser.parse_args(given), given
+
+
+def write_report(runs, meta, output=None):
+  """Writes the files of a run: `output`, or the quick file, or
+  CONVERGENCE_RESULTS.md and RESULTS.md's section; returns the path."""
+  plan = QUICK if meta['quick'] else FULL
+  fixed = (runs, plan, meta['source'], meta['command'], meta['elapsed'],
+           meta['tf_version'])
+  details = _rewritten(
+      details_file(*(fixed + (meta['quick'], meta.get('work_dir')))), meta)
+  if output or meta['quick']:
+    output = output or os.path.join(HERE, 'CONVERGENCE_RESULTS_quick.md')
+    report.write(output, details)
+    return output
+  import run_benchmarks  # pylint: disable=g-import-not-at-top
+  output = os.path.join(HERE, 'CONVERGENCE_RESULTS.md')
+  report.write(output, details)
+  run_benchmarks.write_section(os.path.join(HERE, 'RESULTS.md'),
+                               _rewritten(section_lines(*fixed), meta),
+                               *SECTION)
+  return output
+
+
+def _rewritten(lines, meta):
+  """`lines` with a bullet after the command's when the report was
+  written again from the run's JSON (`--report`)."""
+  if not meta.get('report_command'):
+    return lines
+  at = [i for i, l in enumerate(lines) if l.startswith('- command: ')][0]
+  return lines[:at + 1] + [
+      '- this report was written again from that run\'s JSON, with no '
+      'training, by `%s`' % meta['report_command']] + lines[at + 1:]
+
+
 def main(argv=None):
-  args, given = measure.script_args(
-      __doc__.split('\n')[0], 'three cells of %d steps (one tower, '
-      'replicated on 2, a parameter_server cluster), no seed runs (a '
-      'check); writes CONVERGENCE_RESULTS_quick.md only' % QUICK['steps'],
-      argv)
+  args, given = parse_args(argv)
+  if args.report:
+    with open(args.report) as f:
+      saved = json.load(f)
+    saved['meta']['report_command'] = report.command_line(
+        'run_convergence_benchmarks.py', given)
+    output = write_report(saved['runs'], saved['meta'], args.output)
+    print('wrote %s from %s' % (output, args.report))
+    return 0
   plan = QUICK if args.quick else FULL
-  source = report.source_state(ROOT)
-  command = report.command_line('run_convergence_benchmarks.py', given)
+  meta = {'source': report.source_state(ROOT), 'quick': args.quick,
+          'command': report.command_line('run_convergence_benchmarks.py',
+                                         given)}
   start = time.time()
   log = measure.make_log(start)
   work_dir = tempfile.mkdtemp(prefix='variable_mgr_convergence_')
@@ -630,30 +730,19 @@ def main(argv=None):
   os.makedirs(log_dir)
   log('work directory (checkpoints, logs): %s' % work_dir)
   runs = measure_all(plan, log, work_dir, log_dir)
-  elapsed = time.time() - start
-  tf_version = _tf_version()
-  lines = section_lines(runs, plan, source, command, elapsed, tf_version)
-  details = details_file(runs, plan, source, command, elapsed, tf_version,
-                         args.quick, work_dir)
-  if args.output or args.quick:
-    output = args.output or os.path.join(HERE,
-                                         'CONVERGENCE_RESULTS_quick.md')
-    report.write(output, details)
-  else:
-    import run_benchmarks  # pylint: disable=g-import-not-at-top
-    output = os.path.join(HERE, 'CONVERGENCE_RESULTS.md')
-    report.write(output, details)
-    run_benchmarks.write_section(os.path.join(HERE, 'RESULTS.md'), lines,
-                                 *SECTION)
-    log('wrote the convergence section of %s' %
-        os.path.join(HERE, 'RESULTS.md'))
+  meta.update(elapsed=time.time() - start, tf_version=_tf_version(),
+              work_dir=work_dir)
   if args.json:
     with open(args.json, 'w') as f:
-      json.dump({'plan': plan, 'runs': runs}, f, indent=1)
-  log('wrote %s' % output)
+      json.dump({'plan': plan, 'runs': runs, 'meta': meta}, f, indent=1)
+  output = write_report(runs, meta, args.output)
+  log('wrote %s%s' % (output, '' if args.output or args.quick else
+                      ' and the convergence section of RESULTS.md'))
   # The logs stay for a failed run.
   if all('error' not in r for r in runs):
     shutil.rmtree(work_dir, ignore_errors=True)
+  else:
+    log('the failed runs\' logs: %s' % log_dir)
   return 0
 
 

@@ -122,16 +122,20 @@ def test_table_summary_and_section(script):
           _run(script, 'independent', 1, 0, 0.9767, seed=1236)]
   rows = script.table_rows(runs)
   assert rows[0] == ['independent (reference)', '1', '64', '400', '25,600',
-                     '98.00', '100.00', '', '30', '9', '']
-  assert rows[1] == ['independent', '4', '16', '400', '6,400', '96.00',
-                     '100.00', '-2.00', '30', '9',
+                     'the mean', '98.00', '100.00', '', '0.0100', '30 + 9',
+                     '']
+  assert rows[1] == ['independent', '4', '16', '400', '6,400',
+                     "each copy its share's mean", '96.00', '100.00',
+                     '-2.00', '0.0100', '30 + 9',
                      '**not met** (2.00 pp below the one-tower run)']
-  assert rows[2][7:] == ['-0.67', '30', '9', 'met']
+  assert rows[2][5:] == ['sum of the towers: 4 x the mean', '97.33',
+                         '100.00', '-0.67', '0.0100', '30 + 9', 'met']
   assert rows[3][:4] == ['asynchronous parameter_server', '2 workers x 1',
                          '32', '400 a worker (797 updates saved)']
   assert rows[3][-1] == 'met'
-  assert rows[4][5] == 'failed: training exited with 1: a / b'
+  assert rows[4][5:7] == ['the mean', 'failed: training exited with 1: a / b']
   assert rows[4][-1] == '**not met**'
+  assert all(len(r) == len(script.HEADER) == len(script.ALIGN) for r in rows)
   # The other seeds are not rows of the table.
   assert len(rows) == 5
   assert script.seed_spread(runs) == pytest.approx(
@@ -161,6 +165,45 @@ def test_table_summary_and_section(script):
                               '2.x', False)
   assert whole[0] == '# Convergence on digits'
   assert whole.count('### Verdict') == 1
+
+
+def test_what_a_step_applies(script):
+  def text(label, towers, workers=0):
+    return script.update_text(script.Cell(label, towers, workers, 1))
+  assert text('replicated', 1) == 'the mean'
+  assert text('replicated, xring', 2) == 'sum of the towers: 2 x the mean'
+  assert text('parameter_server', 4) == 'the mean'
+  assert text('staged parameter_server', 4) == 'the mean, one step stale'
+  assert text('distributed_replicated', 4) == 'the mean'
+  assert text('distributed_replicated', 1, 2) == (
+      "sum of the workers' means: 2 x the mean")
+  assert text('staged parameter_server', 1, 2) == (
+      "sum of the workers' means: 2 x the mean, one step stale")
+  assert text('collective_all_reduce', 1, 2) == 'the mean'
+  assert text('asynchronous parameter_server', 1, 2) == (
+      "each worker its share's mean, on its own")
+  assert text('independent', 1) == 'the mean'
+
+
+def test_report_again_from_the_json(script, tmp_path):
+  runs = [_run(script, 'independent', 1, 0, 0.98),
+          _run(script, 'replicated', 2, 0, 0.97)]
+  meta = {'source': '`abc`', 'command': 'python benchmarks/x.py --json j',
+          'elapsed': 120.0, 'tf_version': '2.x', 'quick': True,
+          'work_dir': '/tmp/w'}
+  saved = tmp_path / 'run.json'
+  saved.write_text(script.json.dumps({'plan': script.QUICK, 'runs': runs,
+                                      'meta': meta}))
+  out = tmp_path / 'q.md'
+  assert script.main(['--report', str(saved), '--output', str(out)]) == 0
+  text = out.read_text()
+  assert text.startswith('# Convergence on digits (a check)\n')
+  assert ('- command: `python benchmarks/x.py --json j` (2.0 minutes)\n'
+          "- this report was written again from that run's JSON, with no "
+          'training, by `python benchmarks/run_convergence_benchmarks.py '
+          '--report %s --output %s`\n' % (saved, out)) in text
+  assert '| replicated | 2 | 32 | 400 | 25,600 | sum of the towers: 2 x ' \
+      'the mean | 97.00 |' in text
 
 
 def test_no_reference_judges_nothing(script):
