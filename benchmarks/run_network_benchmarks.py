@@ -57,7 +57,8 @@ round 2):
   workers: staged and asynchronous parameter_server and
   collective_all_reduce with 1 PS, the plain, staged and asynchronous PS
   partitioned over 2: c0, the step without the bandwidth limit, the part of
-  a step that the network bounds leave out;
+  a step that the network bounds leave out (20 timed steps after 3: a
+  hiccup of the machine would weigh on a few 40 ms steps);
 - resnet50_vars (102.2 MB, 161 variables) at 1gbit, 2 workers, 3 timed
   steps after 1 warm-up step: the plain and staged PS, collective_all_reduce
   and MultiWorkerMirroredStrategy with 1 PS, parameter_server with 2 PS
@@ -422,12 +423,25 @@ def round_order(cells, r, rounds):
   return measure.rotated(order, shift) if order else order
 
 
+# Steps of about 40 ms: a hiccup of the shared machine would weigh on few.
+UNSHAPED_STEPS, UNSHAPED_WARMUP = 20, 3
+
+
 def cell_steps(plan, cell):
   """Timed steps of `cell`: asynchronous cells get `async_steps` (their
-  workers drift in and out of phase: more steps average over it)."""
+  workers drift in and out of phase: more steps average over it), unshaped
+  ones UNSHAPED_STEPS."""
+  if cell.rate is None:
+    return UNSHAPED_STEPS
   if kind(cell.strategy) == 'async_ps':
     return plan.get('async_steps', plan['steps'])[cell.workload]
   return plan['steps'][cell.workload]
+
+
+def cell_warmup(plan, cell):
+  """Warm-up steps of `cell` (unshaped cells: UNSHAPED_WARMUP)."""
+  return UNSHAPED_WARMUP if cell.rate is None else plan['warmup'][
+      cell.workload]
 
 
 def task_count(cell):
@@ -437,10 +451,10 @@ def task_count(cell):
 def estimate_cell_secs(cell, plan, sizes, goodput=None):
   """A rough wall time of one cell: the tasks' start (TensorFlow's import,
   the graph, the session: about 4 s plus 2.5 s a task on two processors)
-  and its steps at 1.2x its bound (0.2 s a step on unshaped links)."""
-  steps = cell_steps(plan, cell) + plan['warmup'][cell.workload] + 1
+  and its steps at 1.2x its bound (0.1 s a step on unshaped links)."""
+  steps = cell_steps(plan, cell) + cell_warmup(plan, cell) + 1
   if cell.rate is None:
-    step = 0.2
+    step = 0.1
   else:
     b = bounds(sizes, cell.workers, cell.num_ps,
                goodput or 0.94 * cell.rate,
@@ -747,7 +761,7 @@ def measure_all(plan, log, stop_by=None, on_round=None):
           b = bounds(sizes[cell.workload], cell.workers, cell.num_ps, g)
           op_timeout = max(60.0, 10 * b['pull_then_push'])
         steps = cell_steps(plan, cell)
-        run = run_cell(cell, steps, plan['warmup'][cell.workload], op_timeout,
+        run = run_cell(cell, steps, cell_warmup(plan, cell), op_timeout,
                        shapes_file if cell.workload == 'resnet50_vars'
                        else None, log)
         pace[key(cell)] = run.get('wall', pace[key(cell)])
@@ -1038,7 +1052,8 @@ def method_lines(results, plan):
               '%s %d (asynchronous %d) after %d' % (
                   w, n, plan.get('async_steps', plan['steps'])[w],
                   plan['warmup'][w])
-              for w, n in sorted(plan['steps'].items()))),
+              for w, n in sorted(plan['steps'].items())) +
+          '; unshaped %d after %d' % (UNSHAPED_STEPS, UNSHAPED_WARMUP)),
       '- variables: %s' % ', '.join(
           '%s %.2f MB' % (w, b / 1e6) for w, b in
           sorted(results['bytes'].items())),
