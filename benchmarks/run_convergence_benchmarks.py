@@ -317,16 +317,24 @@ def _read_json(path):
     return None
 
 
+# Steps whose training loss the detail table gives (1-based).
+LOSS_STEPS = (1, 50, 100, 200, 400)
+
+
 def training_figures(cell, results):
-  """{'global_step', 'final_loss'} of a training run's --output JSON
-  (a cluster's: the chief's, worker 0)."""
+  """{'global_step', 'final_loss', 'loss_curve'} of a training run's
+  --output JSON (a cluster's: the chief's, worker 0); the curve maps each
+  of LOSS_STEPS the run reached to its loss."""
   if results is None:
     return {}
   if cell.cluster:
     workers = results.get('workers') or [{}]
     results = workers[0]
+  losses = results.get('losses') or []
   return {'global_step': results.get('global_step'),
-          'final_loss': results.get('final_loss')}
+          'final_loss': results.get('final_loss'),
+          'loss_curve': dict((str(s), losses[s - 1]) for s in LOSS_STEPS
+                             if s <= len(losses))}
 
 
 def eval_figures(results, text):
@@ -626,24 +634,30 @@ def section_lines(runs, plan, source, command, elapsed, tf_version):
 
 
 def detail_lines(runs, work_dir=None):
-  """CONVERGENCE_RESULTS.md's table of every run: seed, figures, commands
-  (`work_dir`, the run's temporary directory, shown as `$DIR`)."""
-  rows = []
+  """CONVERGENCE_RESULTS.md's tables of every run: figures and training
+  losses, then the commands (`work_dir`, the run's temporary directory,
+  shown as `$DIR`)."""
+  rows, commands = [], []
   for run in runs:
     cell = Cell(**run['cell'])
     figures = run.get('error', '').replace('|', '/') or (
         'top-1 %.2f, top-5 %.2f' % (points(run['top1']), points(run['top5'])))
-    loss = run.get('final_loss')
-    commands = '`%s`<br>`%s`' % (run['train_command'], run['eval_command'])
+    curve = run.get('loss_curve') or {}
+    rows.append([describe(cell), update_text(cell), figures] + [
+        '%.3f' % curve[str(s)] if str(s) in curve else ''
+        for s in LOSS_STEPS] + [
+            '' if run.get('global_step') is None else str(run['global_step'])])
+    text = '`%s`<br>`%s`' % (run['train_command'], run['eval_command'])
     if work_dir:
-      commands = commands.replace(work_dir, '$DIR')
-    rows.append([
-        describe(cell), figures,
-        '' if loss is None else '%.4f' % loss,
-        '' if run.get('global_step') is None else str(run['global_step']),
-        commands])
-  return report.table(['run', 'accuracy (%)', 'last loss', 'global step',
-                       'commands (train, then eval)'], rows, 'llrrl')
+      text = text.replace(work_dir, '$DIR')
+    commands.append([describe(cell), text])
+  return report.table(
+      ['run', 'a step applies', 'accuracy (%)'] +
+      ['loss, step %d' % s for s in LOSS_STEPS] + ['global step'], rows,
+      'lll' + 'r' * len(LOSS_STEPS) + 'r') + [
+          '', '### Commands', '',
+          '`$DIR` is the run\'s temporary directory.', ''] + report.table(
+              ['run', 'train, then eval'], commands)
 
 
 def details_file(runs, plan, source, command, elapsed, tf_version, quick,
@@ -653,8 +667,14 @@ def details_file(runs, plan, source, command, elapsed, tf_version, quick,
       'Convergence on digits%s' % (' (a check)' if quick else ''),
       'run_convergence_benchmarks.py', source, command, elapsed,
       tf_version) + method_lines(plan, tf_version)[1:] + [''] + \
-      result_lines(runs) + ['', '## Every run', '',
-                            '`$DIR` is the run\'s temporary directory.', ''] + \
+      result_lines(runs) + [
+          '', '## Every run', '',
+          'The training loss is the mean over the towers of the step\'s '
+          'loss (worker 0\'s on a cluster); with one seed every run starts '
+          'from the same variables and reads the same images a step, so the '
+          'strategies that apply the mean should follow the one-tower '
+          'run\'s losses, and those that add (replicated on k towers, a '
+          'synchronous cluster) fall faster.', ''] + \
       detail_lines(runs, work_dir)
 
 

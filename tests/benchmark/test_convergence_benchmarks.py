@@ -82,9 +82,11 @@ def test_accuracy_from_json_or_the_printed_line(script):
           'top1': 0.5, 'top5': 0.7}
   assert script.training_figures(
       script.Cell('parameter_server', 1, 2, 1),
-      {'workers': [{'global_step': 400, 'final_loss': 0.1},
-                   {'global_step': 401}]}) == {'global_step': 400,
-                                               'final_loss': 0.1}
+      {'workers': [{'global_step': 400, 'final_loss': 0.1,
+                    'losses': [2.5] + [1.0] * 98 + [0.1]},
+                   {'global_step': 401}]}) == {
+                       'global_step': 400, 'final_loss': 0.1,
+                       'loss_curve': {'1': 2.5, '50': 1.0, '100': 0.1}}
 
 
 def test_verdict_counts_images(script):
@@ -158,9 +160,15 @@ def test_table_summary_and_section(script):
       "- independent, 4 towers, seed 1234: top-1 96.00% is outside the "
       "one-tower seeds' range (97.67 to 98.67)"]
   runs[0]['train_command'] = 'python -m x --train_dir=/tmp/w1/a'
+  runs[0]['loss_curve'] = {'1': 2.5, '50': 0.25, '400': 0.0081}
   detail = script.detail_lines(runs, '/tmp/w1')
-  assert len(detail) == 2 + len(runs)
-  assert detail[2].endswith('| `python -m x --train_dir=$DIR/a`<br>`e` |')
+  assert detail[2] == ('| independent, 1 tower, seed 1234 | the mean | '
+                       'top-1 98.00, top-5 100.00 | 2.500 | 0.250 | | | '
+                       '0.008 | 400 |')
+  assert detail[2 + len(runs) + 7] == (
+      '| independent, 1 tower, seed 1234 | `python -m x '
+      '--train_dir=$DIR/a`<br>`e` |')
+  assert len(detail) == 2 + len(runs) + 7 + len(runs)
   whole = script.details_file(runs, script.FULL, '`abc`', 'cmd', 60.0,
                               '2.x', False)
   assert whole[0] == '# Convergence on digits'
