@@ -423,3 +423,23 @@ def test_nchw_is_refused_by_the_harness_too():
   with pytest.raises(harness.DataFormatError, match='--data_format=NCHW'):
     harness.build_training_graph(config_of(data_format='NCHW').resolved(),
                                  local_run.make_host(config_of())[0])
+
+
+@pytest.mark.parametrize('eval_flags, missing', [
+    ({}, 'data_batch_1'),
+    (dict(eval_during_training_every_n_steps=2), 'test_batch'),
+])
+def test_missing_files_are_refused_before_any_graph(eval_flags, missing,
+                                                    tmp_path, monkeypatch):
+  """cifar10's train batches, and its test batch when an evaluation reads
+  it: refused by name before a graph exists."""
+  for name in ['data_batch_%d' % i for i in range(1, 6)] + ['test_batch']:
+    if name != missing:
+      (tmp_path / name).write_bytes(b'')
+  graphs = []
+  monkeypatch.setattr(tf, 'Graph', lambda: graphs.append(1))
+  config = config_of(data_name='cifar10', data_dir=str(tmp_path),
+                     **eval_flags).resolved()
+  with pytest.raises(datasets.DataDirError, match='lacks %s' % missing):
+    harness.build_training_graph(config, local_run.make_host(config)[0])
+  assert not graphs

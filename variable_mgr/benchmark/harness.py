@@ -131,18 +131,28 @@ def check_data_config(config):
   """Refuses an input configuration the towers cannot read, before any
   graph (the command's flags refuse it at parse time too).
 
+  Returns:
+    The DataSet of `--data_name` (its files checked: the validation split's
+    with `--eval` or `--eval_during_training_every_n_steps`, the train
+    split's unless `--eval`), or None for synthetic data.
+
   Raises:
     DataFormatError: --data_format=NCHW.
-    DataError: an unknown data set, or a missing --data_dir.
+    DataError: an unknown data set, a missing --data_dir, or missing files.
   """
   if config.data_format != 'NHWC':
     raise DataFormatError(
         '--data_format=%s: the benchmark\'s models are written NHWC (and '
         'tf_cnn_benchmarks refuses NCHW with --device=cpu); pass '
         '--data_format=NHWC' % config.data_format)
-  if config.data_name:
-    return datasets.get_dataset(config.data_name, config.data_dir)
-  return None
+  if not config.data_name:
+    return None
+  data = datasets.get_dataset(config.data_name, config.data_dir)
+  if not config.eval:
+    data.check_subset('train')
+  if config.eval or config.eval_during_training_every_n_steps:
+    data.check_subset('validation')
+  return data
 
 
 def model_of(config):
