@@ -626,8 +626,9 @@ def section_lines(runs, plan, source, command, elapsed, tf_version):
   return [
       '## Convergence on digits (issue 14)', '',
       'Written by `benchmarks/run_convergence_benchmarks.py` (its docstring '
-      'defines every figure and the goal); every run\'s commands, last '
-      'loss and global step are in `benchmarks/CONVERGENCE_RESULTS.md`.', '',
+      'defines every figure and the goal); every run\'s commands, '
+      'training losses and global step are in '
+      '`benchmarks/CONVERGENCE_RESULTS.md`.', '',
       '- commit: %s' % source,
       '- command: `%s` (%.1f minutes)' % (command, elapsed / 60.0),
   ] + method_lines(plan, tf_version) + [''] + result_lines(runs)
