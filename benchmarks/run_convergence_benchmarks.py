@@ -3,6 +3,10 @@
 
     python benchmarks/run_convergence_benchmarks.py            # the full run
     python benchmarks/run_convergence_benchmarks.py --quick    # a check
+    python benchmarks/run_convergence_benchmarks.py --report run.json
+
+`--json` keeps a run's figures; `--report` writes the files again from such
+a JSON without training (the report then says so).
 
 The full run writes the `convergence` section of `benchmarks/RESULTS.md`
 (run_benchmarks.py keeps it) and the whole of
@@ -27,19 +31,22 @@ What is held fixed (the choices of this measurement):
   32 a worker on the 2-worker clusters), and the same number of steps
   (400: 25,600 examples, about 17 passes over the 1,497 training images).
   With one seed the input pipeline yields the same 64 images at each step
-  whatever the tower count (it batches 64 and splits them), so every
-  synchronous strategy applies the mean gradient of the same images as one
-  tower does, up to float rounding and the variables' initial values
-  (drawn from the graph-level seed, whose op seeds depend on the graph).
+  whatever the tower count (it batches 64 and splits them), and the
+  variables start from the graph-level seed's values, so a strategy that
+  averages its towers' gradients takes the one-tower run's steps up to
+  float rounding; replicated and the synchronous clusters add theirs
+  (the table's "a step applies"), so at one rate their steps are k times
+  as long.
   On a cluster each worker reads its own half of the training set.
 - **The model and its training**: `lenet` (the package's LeNet-sized CNN;
   digits' 8x8 images are resized to its 28x28), plain SGD at a fixed
   learning rate of 0.05 (`--init_learning_rate`, so no scaling with the
   batch: the global batch is the same in every run), no warm-up steps,
-  `--tf_random_seed` 1234 for every run. On this machine one tower reaches
-  98-99% top-1 by 400 steps at that rate and seeds 1-4 land within
-  0.7 pp of each other, which a 1-point goal needs; at the model's own
-  0.01 the same steps left 3 pp between seeds.
+  `--tf_random_seed` 1234 for every run. Chosen by trials of the same
+  model and pipeline on one tower before this script: at 0.05, 400 steps
+  gave 98.3-99.0% top-1 over seeds 1-4 (0.7 pp apart, which a 1-point
+  goal needs); at the model's own 0.01, 200 steps left 95.7-98.7% (3 pp
+  apart) and 600 were needed for the same accuracy.
 - **independent** keeps one copy of the variables a tower, each trained on
   its own tower's share of the batch; the checkpoint holds tower 0's copy,
   which has seen 1/k of the examples (6,400 on 4 towers) in steps of 64/k
