@@ -591,6 +591,35 @@ def in_seed_range(run, spread):
   return low - 1e-6 <= points(run['top1']) <= high + 1e-6
 
 
+def averaging_local(cell):
+  """A one-machine cell whose steps should be the one-tower run's: it
+  averages (or has one tower), reads current variables, shares them."""
+  return (not cell.cluster and cell.label != 'independent' and
+          not cell.label.startswith('staged') and update_scale(cell) == 1 and
+          cell.seed == SEED)
+
+
+def loss_agreement(runs):
+  """(largest relative difference, its run's description, step) of the
+  training losses of the `averaging_local` cells from the reference's at
+  LOSS_STEPS, or None without curves."""
+  reference = reference_run(runs)
+  if reference is None or not reference.get('loss_curve'):
+    return None
+  worst = None
+  for run in runs:
+    cell = Cell(**run['cell'])
+    if cell == REFERENCE or not averaging_local(cell):
+      continue
+    for step, loss in sorted((run.get('loss_curve') or {}).items()):
+      ref = reference['loss_curve'].get(step)
+      if ref:
+        diff = abs(loss - ref) / ref
+        if worst is None or diff > worst[0]:
+          worst = (diff, describe(cell), int(step))
+  return worst
+
+
 def result_lines(runs):
   """The table, the seeds' spread and the verdict."""
   reference = reference_run(runs)
@@ -605,6 +634,16 @@ def result_lines(runs):
               '%.2f, a spread of %.2f pp; the goal\'s 1 pp is measured '
               'from the seed-%d run.' % (count, seeds, low, high, mean,
                                          high - low, SEED), '']
+  agreement = loss_agreement(runs)
+  if agreement is not None:
+    lines += ['The one-machine cells that average (parameter_server and '
+              'distributed_replicated on every tower count, replicated on '
+              'one) against the one-tower run\'s training loss at steps %s: '
+              'at most %.1f%% apart (%s, step %d); replicated on more towers '
+              'and the clusters are not compared (their steps differ by '
+              'design).' % (', '.join(str(s) for s in LOSS_STEPS),
+                            100.0 * agreement[0], agreement[1],
+                            agreement[2]), '']
   met, judged, misses = summary(runs)
   lines += ['### Verdict', '']
   if reference is None or 'top1' not in reference:

@@ -221,3 +221,26 @@ def test_no_reference_judges_nothing(script):
   assert script.summary(runs) == (0, 1, ['replicated, 2 towers, seed 1234'])
   lines = script.section_lines(runs, script.QUICK, 's', 'c', 1.0, '2.x')
   assert lines[-1] == '- the one-tower reference failed: nothing is judged'
+
+
+def test_loss_agreement_of_the_averaging_cells(script):
+  curve = {'1': 2.5, '100': 0.2, '400': 0.01}
+  runs = [_run(script, 'independent', 1, 0, 0.98, loss_curve=curve),
+          _run(script, 'parameter_server', 4, 0, 0.98,
+               loss_curve={'1': 2.5, '100': 0.21, '400': 0.0101}),
+          _run(script, 'replicated', 1, 0, 0.98,
+               loss_curve={'1': 2.5, '100': 0.2, '400': 0.0103}),
+          # Not compared: they add, or read stale or own copies.
+          _run(script, 'replicated', 4, 0, 0.98, loss_curve={'100': 0.1}),
+          _run(script, 'staged parameter_server', 2, 0, 0.98,
+               loss_curve={'100': 0.5}),
+          _run(script, 'independent', 2, 0, 0.98, loss_curve={'100': 0.5}),
+          _run(script, 'collective_all_reduce', 1, 2, 0.98,
+               loss_curve={'100': 0.5})]
+  diff, where, step = script.loss_agreement(runs)
+  assert diff == pytest.approx(0.05)
+  assert (where, step) == ('parameter_server, 4 towers, seed 1234', 100)
+  assert script.loss_agreement(runs[1:]) is None
+  lines = script.result_lines(runs)
+  assert any('at most 5.0% apart (parameter_server, 4 towers, seed 1234, '
+             'step 100)' in l for l in lines)
