@@ -1,6 +1,6 @@
-"""The chief's checkpoints in a cluster: --max_ckpts_to_keep,
---save_model_secs under synchronous barriers, and asynchronous checkpoints
-named after the global step they hold.
+"""The chief's checkpoints in a cluster: --max_ckpts_to_keep and
+--save_model_secs under synchronous barriers (asynchronous checkpoints
+named after the global step they hold: test_cluster_data).
 
 Loopback clusters of 1 PS + 2 workers of the trivial model (see
 clusterlib); the NumPy reference replays the fixed synthetic batches.
@@ -36,28 +36,6 @@ def _flags(train_dir, num_batches, *more):
       'parameter_server', '--train_dir', train_dir, '--num_batches',
       str(num_batches), '--display_every', '100', '--op_timeout_secs',
       '30'] + list(more)
-
-
-def test_asynchronous_checkpoints_hold_the_step_they_are_named_after(
-    launch, tmp_path):
-  """Asynchronous parameter_server, the chief saving after each of its
-  steps while worker:1 goes on updating: every model.ckpt-N holds global
-  step N (the name and the saved step come from one snapshot), and the
-  last one holds every update of both workers."""
-  train_dir = str(tmp_path / 'train')
-  steps = 40
-  cluster = launch(_flags(train_dir, steps, '--cross_replica_sync=false',
-                          '--save_model_steps', '1',
-                          '--max_ckpts_to_keep', '1000'))
-  assert cluster.finish() == 0, cluster.output
-  clusterlib.assert_all_gone(cluster)
-  saved = _checkpoints(train_dir)
-  assert len(saved) == steps + 1 or len(saved) == steps, sorted(saved)
-  mismatched = dict((name, step) for name, (_, step) in saved.items()
-                    if name != step)
-  assert not mismatched, mismatched
-  # The chief saves last after its own last step; worker:1 may still run.
-  assert steps <= max(saved) <= 2 * steps, sorted(saved)
 
 
 def test_time_based_saves_agree_across_workers_and_keep_the_last_n(

@@ -109,9 +109,9 @@ def test_link_down_is_named_and_the_rerun_resumes(network_host, launch,
 
   saved, step = clusterlib.read_checkpoint(train_dir)
   assert step >= SAVE_EVERY, step
-  # Its name's step is read a moment before the save: asynchronous updates
-  # may come between.
+  # Named after the global step it holds, asynchronous updates or not.
   path = tf.train.latest_checkpoint(train_dir)
+  assert path.endswith('model.ckpt-%d' % step), (path, step)
   output = str(tmp_path / 'rerun.json')
   rerun = launch(_flags(strategy_flags, train_dir, RESUMED_STEPS, output))
   assert rerun.finish() == 0, rerun.output
