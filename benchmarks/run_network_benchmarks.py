@@ -985,10 +985,17 @@ def cell_rows(t, sizes):
            for run in t.runs(cell) if run.get('goodput')]
       cols.append('%s: %s' % (ms(statistics.median(b)), x_spread(values))
                   if b and values else (ms(statistics.median(b)) if b else ''))
+    hosts = []
+    for host, name in ((0, 'PS 0'), (cell.num_ps, 'worker 0')):
+      if host == cell.num_ps and name == 'PS 0':
+        continue
+      mb = _link_mb(t, cell, host)
+      if mb:
+        hosts.append('%s %.1f / %.1f' % (name, mb[0], mb[1]))
     rows.append([netns.rate_text(cell.rate) if cell.rate else 'unshaped',
                  cell.workload, str(cell.workers), str(cell.num_ps),
                  cell.strategy, ms_spread(list(steps.values())),
-                 per_round] + cols)
+                 per_round] + cols + ['; '.join(hosts)])
   return rows
 
 
@@ -1112,11 +1119,15 @@ def section_lines(results, plan, source, command, elapsed, full_file=None):
   lines += ['', '### Every cell', '',
             'Step: median over the rounds (range), then each round\'s; each '
             'bound is the median over the rounds of its value, then the step '
-            'over it (median, range).', '']
+            'over it (median, range). The bytes are the link counters\' (a '
+            'bound assumes B each way a worker: a model whose gradients '
+            'travel smaller, or whose variables are read where they live, '
+            'comes in under it).', '']
   lines += report.table(
       ['rate', 'model', 'W', 'PS', 'strategy', 'step', 'rounds',
-       'W x B_ps / R', '2 x W x B_ps / R', '2(W-1)/W x B / R'],
-      cell_rows(t, sizes), 'lllrllllll')
+       'W x B_ps / R', '2 x W x B_ps / R', '2(W-1)/W x B / R',
+       'MB a step sent / received (last round)'],
+      cell_rows(t, sizes), 'lllrlllllll')
   return lines
 
 
