@@ -1334,6 +1334,7 @@ def main(argv=None):
   if argv[:1] == ['--task']:
     task_main(argv[1:])
     return 0
+  as_given = list(argv)
   stop_by = None
   if '--stop_by' in argv:
     i = argv.index('--stop_by')
@@ -1375,7 +1376,9 @@ def main(argv=None):
   source = report.source_state(ROOT)
   start = time.time()
   log = measure.make_log(start)
-  command = report.command_line('run_network_benchmarks.py', given)
+  del given  # The command as typed, this script's own flags too.
+  command = report.command_line('run_network_benchmarks.py', [
+      a for a in as_given if a != '--from_json' and a != from_json])
   if args.quick:
     output = args.output or os.path.join(results_dir,
                                          'NETWORK_RESULTS_quick.md')
@@ -1384,17 +1387,22 @@ def main(argv=None):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   def write(results, final=True):
-    elapsed = time.time() - start
     title = 'Network benchmark' + (' (a check)' if args.quick else '')
-    body = section_lines(results, plan, source, command, elapsed)
-    report.write(output, report.header(
-        title, 'run_network_benchmarks.py', source, command, elapsed,
-        tf.__version__) + [''] + body[2:])
+    if not from_json:
+      elapsed = time.time() - start
+      results['written'] = dict(
+          source=source, command=command, elapsed=elapsed,
+          header=report.header(title, 'run_network_benchmarks.py', source,
+                               command, elapsed, tf.__version__))
+    run = results['written']
+    body = section_lines(results, plan, run['source'], run['command'],
+                         run['elapsed'])
+    report.write(output, run['header'] + [''] + body[2:])
     if final and not args.quick and not args.output:
       import run_benchmarks  # pylint: disable=g-import-not-at-top
       run_benchmarks.write_section(
           os.path.join(results_dir, 'RESULTS.md'), section_lines(
-              results, plan, source, command, elapsed,
+              results, plan, run['source'], run['command'], run['elapsed'],
               full_file=os.path.basename(output)), *SECTION)
     if args.json:
       with open(args.json, 'w') as f:
@@ -1402,13 +1410,45 @@ def main(argv=None):
     log('wrote %s (%d rounds)' % (output, rounds_done(results)))
 
   if from_json:
+    # The tables of an earlier run again, from its --json, under the
+    # header that run wrote (its commit, date, command, machine and load).
     with open(from_json) as f:
       results = json.load(f)
+    if 'written' not in results:
+      if not os.path.exists(output):
+        sys.stderr.write('--from_json %s: the JSON has no header of its run, '
+                         'and %s (the file that run wrote, to take it from) '
+                         'does not exist: pass --output FILE of that run.\n'
+                         % (from_json, output))
+        return 2
+      results['written'] = header_of(output)
   else:
     results = measure_all(plan, log, stop_by,
                           on_round=lambda r: write(r, final=False))
   write(results)
   return 0
+
+
+def header_of(path):
+  """{'source', 'command', 'elapsed', 'header'} of the results file
+  `path` as a run wrote it (for --from_json of a run's JSON without them)."""
+  with open(path) as f:
+    lines = f.read().splitlines()
+  end = next(i for i, l in enumerate(lines)
+             if l.startswith('Written by `benchmarks/run_network_'))
+  header = lines[:end]
+  while header and not header[-1]:
+    header.pop()
+  found = {}
+  for line in header:
+    if line.startswith('- commit: '):
+      found['source'] = line[len('- commit: '):]
+    match = re.match(r'- command: `(.*)` \(([\d.]+) minutes\)$', line)
+    if match:
+      found['command'] = match.group(1)
+      found['elapsed'] = 60.0 * float(match.group(2))
+  found['header'] = header
+  return found
 
 
 def print_plan(plan):
