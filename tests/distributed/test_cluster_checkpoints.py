@@ -50,16 +50,22 @@ def test_time_based_saves_agree_across_workers_and_keep_the_last_n(
   train_dir = str(tmp_path / 'train')
   initial = clusterlib.initial_values(seed=11)
   clusterlib.write_checkpoint(train_dir, initial, 0)
-  steps = 300
+  steps = 500
   cluster = launch(_flags(train_dir, steps, '--save_model_secs', '1',
                           '--max_ckpts_to_keep', '2'))
   assert cluster.finish() == 0, cluster.output
   clusterlib.assert_all_gone(cluster)
   saved_lines = [l for l in cluster.lines if l.startswith('[worker:0] Saved')]
   names = [int(l.rsplit('-', 1)[1]) for l in saved_lines]
-  # At least one time-based save before the final one (at step 300).
-  assert len(names) >= 2 and names[-1] == steps, cluster.output
-  assert names == sorted(set(names)), names
+  # At least one time-based save before the final one (after the last
+  # step; 500 steps of the trivial model take more than a second even on a
+  # fast machine, each a few round trips), in step order; the final save
+  # repeats the last step's when a time-based one came right before it.
+  assert names[-1] == steps, cluster.output
+  unique = sorted(set(names))
+  assert len(unique) >= 2, cluster.output
+  assert names in (unique, unique + [steps]), names
+  names = unique
   assert not any(l.startswith('[worker:1] Saved') for l in cluster.lines)
   saved = _checkpoints(train_dir)
   assert sorted(saved) == [0] + names[-2:], (sorted(saved), names)
