@@ -1225,6 +1225,20 @@ def cause_bullets(t, sizes):
                'the same links, takes %s (%.2fx' % (ms(twin), twin / fd))
       phase = cell_phase(t, goal_cell('ParameterServerStrategy (v1, graph)'))
       text += ', phase %.2f).' % phase if phase is not None else ').'
+    pairs = []
+    for strategy in ('asynchronous parameter_server', NO_PROBE,
+                     'ParameterServerStrategy (v1, graph)'):
+      for run in t.runs(goal_cell(strategy)):
+        if run.get('step_ends') and 'step_secs' in run:
+          phase = phase_distance(run['step_ends'].get('0', []),
+                                 run['step_ends'].get('1', []))
+          if phase is not None:
+            pairs.append((phase, t.step(run)))
+    if len(pairs) > 2:
+      pairs.sort()
+      text += (' Every asynchronous run of this layout (the three cells, '
+               'every round), phase: step, by phase: %s.' % ', '.join(
+                   '%.2f: %s' % (p, ms(v)) for p, v in pairs))
     bullets.append(text)
 
   for strategy in PS_STRATEGIES:
