@@ -1409,15 +1409,23 @@ def main(argv=None):
           header=report.header(title, 'run_network_benchmarks.py', source,
                                command, elapsed, tf.__version__))
     run = results['written']
-    body = section_lines(results, plan, run['source'], run['command'],
-                         run['elapsed'])
-    report.write(output, run['header'] + [''] + body[2:])
+
+    def lines_of(full_file=None):
+      lines = section_lines(results, plan, run['source'], run['command'],
+                            run['elapsed'], full_file=full_file)
+      if from_json:
+        after = lines.index('- command: `%s` (%.1f minutes)' % (
+            run['command'], run['elapsed'] / 60.0)) + 1
+        lines.insert(after, '- tables written again from the run\'s figures '
+                     '(its --json) by the script of %s' % source)
+      return lines
+
+    report.write(output, run['header'] + [''] + lines_of()[2:])
     if final and not args.quick and not args.output:
       import run_benchmarks  # pylint: disable=g-import-not-at-top
       run_benchmarks.write_section(
-          os.path.join(results_dir, 'RESULTS.md'), section_lines(
-              results, plan, run['source'], run['command'], run['elapsed'],
-              full_file=os.path.basename(output)), *SECTION)
+          os.path.join(results_dir, 'RESULTS.md'),
+          lines_of(full_file=os.path.basename(output)), *SECTION)
     if args.json:
       with open(args.json, 'w') as f:
         json.dump(results, f, indent=1, default=str)
