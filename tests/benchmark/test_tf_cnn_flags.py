@@ -234,16 +234,54 @@ def test_a_tf_cnn_flag_with_what_this_benchmark_does_is_accepted():
 
 
 def test_a_tf_cnn_flag_is_not_taken_for_an_abbreviation_of_another():
-  # --num_epochs abbreviates --num_epochs_per_decay for argparse; it is
-  # tf_cnn_benchmarks' flag of another meaning, refused.
-  assert _refused(['--num_epochs=5']).startswith(
-      '--num_epochs=5: a tf_cnn_benchmarks flag')
-  assert _refused(['--num_epochs', '5']).startswith('--num_epochs=5: ')
+  # argparse would read a flag that begins one of ours as its abbreviation
+  # (--num_epochs for --num_epochs_per_decay, before --num_epochs existed):
+  # every tf_cnn_benchmarks flag the parser lacks is refused by its own name.
+  parser = flags.build_parser()
+  ours = set(o for a in parser._actions for o in a.option_strings)  # pylint: disable=protected-access
+  missing = [name for name, kind, _ in flags.TF_CNN_FLAGS
+             if '--' + name not in ours and kind != 'bool']
+  assert len(missing) > 40
+  for name in missing:
+    assert _refused(['--%s=7' % name]).startswith(
+        '--%s=7: a tf_cnn_benchmarks flag' % name), name
   assert _refused(['--eval_batch_size', '8']).startswith(
       '--eval_batch_size=8: a tf_cnn_benchmarks flag')
   # A true abbreviation of one of ours still works, named as typed.
   args = _parse(['--tf_random=5'])
   assert args.seed == 5 and args.typed_names['seed'] == '--tf_random'
+
+
+@pytest.mark.parametrize('argv, global_batch, examples', [
+    (['--data_name=digits', '--num_gpus=2', '--batch_size=32',
+      '--num_epochs=2'], 64, 1497),
+    (['--num_gpus=1', '--batch_size=100', '--num_epochs=0.5'], 100,
+     flags.IMAGENET_NUM_TRAIN_IMAGES),
+    (['--data_name=digits', '--num_gpus=1', '--batch_size=32',
+      '--num_epochs=1', '--launch_local_cluster', '--num_workers=2',
+      '--variable_update=parameter_server'], 64, 1497),
+])
+def test_num_epochs_is_timed_batches_as_tf_cnn_counts_them(
+    argv, global_batch, examples):
+  parse = (flags.parse_task_args if '--launch_local_cluster' in argv
+           else flags.parse_args)
+  args = parse(argv, environ={})
+  epochs = float([a for a in argv if a.startswith('--num_epochs=')][0]
+                 .split('=')[1])
+  # tf_cnn_benchmarks: (epochs x examples + batch - 1) // batch.
+  assert args.num_batches == int(epochs * examples + global_batch - 1) // (
+      global_batch)
+  assert args.num_batches * global_batch >= epochs * examples
+  assert (args.num_batches - 1) * global_batch < epochs * examples
+
+
+def test_num_epochs_refusals():
+  assert _refused(['--num_epochs=2', '--num_batches=3']) == (
+      '--num_epochs=2 with --num_batches=3: at most one of them says how '
+      'long to train (as in tf_cnn_benchmarks); drop one')
+  assert _refused(['--num_epochs=1', '--compare']).startswith(
+      '--num_epochs=1 with --compare: ')
+  assert _refused(['--num_epochs=0']).startswith('--num_epochs=0: must be')
 
 
 def test_absl_single_dash_and_device_names():

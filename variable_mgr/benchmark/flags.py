@@ -416,6 +416,10 @@ def build_parser():
       help='batch size per tower (default: the model\'s, 32)')
   add('--num_batches', type=int_at_least(1), default=None,
       help='timed batches (default: 30; 10 a run with --compare)')
+  add('--num_epochs', type=positive_float, default=None,
+      help='train this many epochs of the training split instead of '
+           '--num_batches: ceil(epochs x examples / global batch) timed '
+           'batches, as tf_cnn_benchmarks counts them')
   add('--num_warmup_batches', type=int_at_least(0), default=None,
       help='untimed batches before timing (default: 5; 2 with --compare)')
   add('--display_every', type=int_at_least(1), default=10,
@@ -1409,6 +1413,37 @@ def _check(args, typed, environ, command):
                         'file' if flag in FILE_FLAGS else 'directory')
 
 
+def _batches_of_epochs(args, typed, environ):
+  """--num_epochs as tf_cnn_benchmarks reads it: sets --num_batches to
+  ceil(epochs x examples of the training split / global batch), the global
+  batch over every tower of every worker.
+
+  Raises:
+    UsageError: --num_epochs with --num_batches, --compare or --eval.
+  """
+  if args.num_epochs is None:
+    return
+  given = _given(args, 'num_epochs')
+  if 'num_batches' in typed:
+    raise UsageError(
+        '%s with %s: at most one of them says how long to train (as in '
+        'tf_cnn_benchmarks); drop one' % (given, _given(args, 'num_batches')))
+  if args.compare:
+    raise UsageError(
+        '%s with --compare: the sweep\'s tower counts make different global '
+        'batches, so an epoch is a different number of batches in each run; '
+        'pass --num_batches instead' % given)
+  if args.eval:
+    raise UsageError(
+        '%s with --eval: evaluation reads the whole eval split (or '
+        '--num_eval_batches); drop %s' % (given,
+                                          _typed_name(args, 'num_epochs')))
+  examples = EXAMPLES_PER_EPOCH.get(args.data_name, IMAGENET_NUM_TRAIN_IMAGES)
+  global_batch = _global_batches(args, environ)[0]
+  args.num_batches = int(math.ceil(args.num_epochs * examples /
+                                   float(global_batch)))
+
+
 def _parse(argv, environ, command, timed):
   argv = list(sys.argv[1:] if argv is None else argv)
   environ = os.environ if environ is None else environ
@@ -1423,6 +1458,7 @@ def _parse(argv, environ, command, timed):
   else:
     _default_batches(args, timed, 5)
   _check(args, TypedFlags(names, names, values), environ, command)
+  _batches_of_epochs(args, TypedFlags(names, names, values), environ)
   if args.network_rate is not None and not args.launch_local_cluster:
     raise UsageError(
         '%s without --launch_local_cluster: the namespace network is made '
