@@ -67,7 +67,7 @@ def test_bounds_with_what_the_issue_leaves_out(script):
   assert script.two_ps_floor('sync_ps', dict(b2, pull_then_push=0.4), None,
                              1.0) == pytest.approx(0.5)
   assert script.two_ps_floor('async_ps', b2, 0.1, 0.8) == pytest.approx(
-      0.75)
+      0.625)
   assert script.two_ps_floor('staged_ps', b2, 0.1, 0.5) == pytest.approx(
       0.72)
 
