@@ -37,8 +37,8 @@ round's pace says would end after that time, and the results name what was
 cut.
 
 The full plan (44 cells, 2 rounds; `--plan` estimates 31 minutes, the
-machine's load makes it 35-45; the goal's cells come last in it, first in
-round 2):
+machine's load makes it 25-50: 25 minutes on 2026-12-01; the goal's cells
+come last in it, first in round 2):
 
 - lenet (6.65 MB of float32 variables) at 200mbit, 2 workers (the goals'
   layout): every strategy and both twins with 1 PS; the four PS strategies
