@@ -141,7 +141,7 @@ other side of the goal.
 
 `--quick` (200mbit, lenet, 2 workers: 1 PS with both twins and the
 diagnostic, 2 PS partitioned, five unshaped cells; 2 rounds of 4 timed
-steps; about 10 minutes) writes `benchmarks/NETWORK_RESULTS_quick.md`;
+steps; 10-15 minutes) writes `benchmarks/NETWORK_RESULTS_quick.md`;
 the full run writes `benchmarks/NETWORK_RESULTS.md` and the `network
 goals` section of `benchmarks/RESULTS.md` (run_benchmarks.py keeps it);
 `--output` writes the whole file elsewhere and RESULTS.md not at all.
@@ -1380,7 +1380,7 @@ def main(argv=None):
     argv.remove('--plan')
   args, given = measure.script_args(
       __doc__.split('\n')[0], '200mbit, lenet, 2 workers, 1 and 2 PS, both '
-      'twins, 2 rounds of few steps (a check, about 7 minutes)', argv)
+      'twins, 2 rounds of few steps (a check, 10-15 minutes)', argv)
   plan = QUICK if args.quick else FULL
   if show_plan:
     return print_plan(plan)
