@@ -1,5 +1,5 @@
 """Flags of the benchmark command that change the numbers: --optimizer
-momentum against NumPy's momentum, --seed, --device.
+momentum against NumPy's Nesterov momentum, --seed, --device.
 
 Every run is `python -m variable_mgr.benchmark` with the trivial model
 (logits = x W + b) on 2 towers of 4 images, as a user runs it; the runs
@@ -109,8 +109,9 @@ def _loss(values, batch):
 
 def _momentum_reference(initial, steps, momentum):
   """(losses, weights, accumulators) of `steps` steps of tf.train's
-  momentum: acc = momentum * acc + g; w -= lr * acc, g the mean of the
-  towers' gradients (parameter_server); momentum 0 is plain SGD."""
+  Nesterov momentum (tf_cnn_benchmarks'): acc = momentum * acc + g;
+  w -= lr * (g + momentum * acc), g the mean of the towers' gradients
+  (parameter_server); momentum 0 is plain SGD."""
   batches = clusterlib.tower_batches(TOWERS)
   w = dict((k, v.astype(np.float64)) for k, v in initial.items())
   acc = dict((k, np.zeros_like(v)) for k, v in w.items())
@@ -121,7 +122,7 @@ def _momentum_reference(initial, steps, momentum):
     for k in w:
       g = sum(gd[k] for gd in grads) / len(grads)
       acc[k] = momentum * acc[k] + g
-      w[k] = w[k] - LEARNING_RATE * acc[k]
+      w[k] = w[k] - LEARNING_RATE * (g + momentum * acc[k])
   return losses, w, acc
 
 

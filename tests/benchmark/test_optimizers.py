@@ -99,8 +99,9 @@ def _sgd(w, g, t, rate, slots):
 def _momentum(momentum):
   def update(w, g, t, rate, slots):
     del t
+    # tf.train's Nesterov momentum (tf_cnn_benchmarks' momentum).
     slots['acc'] = momentum * slots.get('acc', 0.0) + g
-    return w - rate * slots['acc']
+    return w - rate * (g + momentum * slots['acc'])
   return update
 
 
@@ -444,8 +445,10 @@ def test_a_tf_cnn_command_line_trains_as_numpy_says(tmp_path, capsys):
     expected.append(np.mean([_loss(w, b) for b in batches]))
     grads = [clusterlib.gradients(w, b) for b in batches]
     for k in w:
-      acc[k] = 0.9 * acc[k] + sum(g[k] for g in grads)
-      w[k] = w[k] - 0.1 * acc[k]
+      g = sum(gd[k] for gd in grads)
+      # Nesterov momentum, as tf_cnn_benchmarks' --optimizer=momentum.
+      acc[k] = 0.9 * acc[k] + g
+      w[k] = w[k] - 0.1 * (g + 0.9 * acc[k])
   _close(losses, expected)
   saved, step = clusterlib.read_checkpoint(train_dir)
   assert step == 2

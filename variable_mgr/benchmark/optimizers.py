@@ -2,8 +2,8 @@
 tf_cnn_benchmarks builds them (benchmark_cnn.get_learning_rate and
 get_optimizer, the models' get_learning_rate).
 
-Optimizers (`--optimizer`): sgd, momentum (`--momentum`; classic momentum,
-where tf_cnn_benchmarks uses Nesterov's), rmsprop (`--rmsprop_decay`,
+Optimizers (`--optimizer`): sgd, momentum (`--momentum`; Nesterov's, as
+tf_cnn_benchmarks'), rmsprop (`--rmsprop_decay`,
 `--rmsprop_momentum`, `--rmsprop_epsilon`) and adam (`--adam_beta1`,
 `--adam_beta2`, `--adam_epsilon`; its bias correction counts the global
 step, so that one apply call a tower, as replicated and independent make,
@@ -188,7 +188,9 @@ def make_optimizer(config, global_step=None, global_batch=None):
   """
   rate = learning_rate(config, global_step, global_batch)
   if config.optimizer == 'momentum':
-    return tf.train.MomentumOptimizer(rate, config.momentum)
+    # tf_cnn_benchmarks' momentum is Nesterov's.
+    return tf.train.MomentumOptimizer(rate, config.momentum,
+                                      use_nesterov=True)
   if config.optimizer == 'rmsprop':
     return tf.train.RMSPropOptimizer(rate, config.rmsprop_decay,
                                      momentum=config.rmsprop_momentum,
