@@ -1,13 +1,13 @@
 """The text of `RESULTS.md`: every table and verdict of `run_benchmarks.py`.
 
 Everything here reads the figures of one run (`run_benchmarks.measure_all`)
-and nothing else, except the goals of `run_benchmarks` and the one outside
+and nothing else, except the goals of `results_plan` and the one outside
 figure they name, `BUILD_BASELINE_SECONDS`, labelled as such wherever it
 appears. What the figures mean in general (why `independent` is no floor
 on virtual CPUs, what a graph build costs) is in README.md.
 """
 
-import run_benchmarks as rb  # The script beside this file.
+import results_plan as rp  # The plan and goals of RESULTS.md, beside this file.
 
 from variable_mgr.benchmark import measure
 from variable_mgr.benchmark import report
@@ -31,7 +31,7 @@ def _sync_ratios(results):
   against independent."""
   return [(ratio(run, label, 'independent'), label, workload, towers)
           for (workload, towers), run in results['steps'].items()
-          for label in rb.SYNCHRONOUS]
+          for label in rp.SYNCHRONOUS]
 
 
 def goals_rows(results, plan):
@@ -39,38 +39,38 @@ def goals_rows(results, plan):
   rows = []
   sync = _sync_ratios(results)
   worst = max(sync, key=lambda item: item[0].median)
-  above = sum(1 for s, _, _, _ in sync if s.median > rb.SYNC_RATIO_GOAL)
+  above = sum(1 for s, _, _, _ in sync if s.median > rp.SYNC_RATIO_GOAL)
   rows.append((
       'every synchronous strategy within %.2fx of independent\'s step time '
-      '(%s)' % (rb.SYNC_RATIO_GOAL, '; '.join(
+      '(%s)' % (rp.SYNC_RATIO_GOAL, '; '.join(
           '%s: k = %s' % (w, ', '.join(str(k) for k in ks))
           for w, ks in plan['towers'].items())),
       'worst: %s, %s, %d towers, %s; %d of %d medians above %.2fx' % (
           worst[1], worst[2], worst[3], report.spread_text(worst[0]), above,
-          len(sync), rb.SYNC_RATIO_GOAL),
-      report.goal_verdict(worst[0], rb.SYNC_RATIO_GOAL)))
-  for workload, towers, goal in rb.MIRRORED_GOALS:
+          len(sync), rp.SYNC_RATIO_GOAL),
+      report.goal_verdict(worst[0], rp.SYNC_RATIO_GOAL)))
+  for workload, towers, goal in rp.MIRRORED_GOALS:
     run = results['steps'].get((workload, towers))
     name = ('replicated at most %.2fx MirroredStrategy\'s step time on %s, '
             '%d towers' % (goal, workload, towers))
     if run is None:
       rows.append((name, 'not measured (--quick)', '-'))
       continue
-    s = ratio(run, 'replicated', rb.MIRRORED)
+    s = ratio(run, 'replicated', rp.MIRRORED)
     rows.append((name, '%s (%.1f ms / %.1f ms)' % (
         report.spread_text(s), step_ms(run, 'replicated'),
-        step_ms(run, rb.MIRRORED)), report.goal_verdict(s, goal)))
-  limit = rb.BUILD_BASELINE_SECONDS / 2
+        step_ms(run, rp.MIRRORED)), report.goal_verdict(s, goal)))
+  limit = rp.BUILD_BASELINE_SECONDS / 2
   name = ('graph build of %s on %d towers under %.1f s, every strategy '
-          '(half of %.1f s: %s)' % (rb.BUILD_WORKLOAD, rb.BUILD_TOWERS, limit,
-                                  rb.BUILD_BASELINE_SECONDS,
-                                  rb.BUILD_BASELINE_SOURCE))
-  run = results['steps'].get((rb.BUILD_WORKLOAD, rb.BUILD_TOWERS))
+          '(half of %.1f s: %s)' % (rp.BUILD_WORKLOAD, rp.BUILD_TOWERS, limit,
+                                  rp.BUILD_BASELINE_SECONDS,
+                                  rp.BUILD_BASELINE_SOURCE))
+  run = results['steps'].get((rp.BUILD_WORKLOAD, rp.BUILD_TOWERS))
   if run is None:
     rows.append((name, 'not measured (--quick)', '-'))
   else:
     seconds = run['build_seconds']
-    slowest = max(rb.STRATEGIES, key=seconds.get)
+    slowest = max(rp.STRATEGIES, key=seconds.get)
     cal = run['calibration']
     rows.append((name, 'slowest: %s, %.2f s, one build (%d ops; one trivial '
                  'op cost %.0f us at the time, load %.1f)' % (
@@ -82,17 +82,17 @@ def goals_rows(results, plan):
   rows.append((
       'memory flat after warm-up: resident set grows by less than %.0f MiB '
       'over %d steps of %s, %d towers, every strategy' % (
-          mib(rb.FLAT_MEMORY_BYTES), plan['memory_steps'], rb.MEMORY_WORKLOAD,
-          rb.MEMORY_TOWERS),
+          mib(rp.FLAT_MEMORY_BYTES), plan['memory_steps'], rp.MEMORY_WORKLOAD,
+          rp.MEMORY_TOWERS),
       'largest growth: %s, %+.2f MiB, one process a strategy' % (
           largest, mib(growth[largest])),
-      report.verdict(growth[largest] < rb.FLAT_MEMORY_BYTES)))
+      report.verdict(growth[largest] < rp.FLAT_MEMORY_BYTES)))
   return rows
 
 
 def _memory_growth(results):
   return dict((l, results['memory'][l]['rss_samples'][-1] -
-               results['memory'][l]['rss_samples'][0]) for l in rb.STRATEGIES)
+               results['memory'][l]['rss_samples'][0]) for l in rp.STRATEGIES)
 
 
 def readings(results, plan):
@@ -100,8 +100,8 @@ def readings(results, plan):
   memory."""
   out = []
   loads = [run['load'] for run in results['steps'].values()]
-  pairs = [(l, 'independent') for l in rb.CANDIDATES if l != 'independent']
-  pairs.append(('replicated', rb.MIRRORED))
+  pairs = [(l, 'independent') for l in rp.CANDIDATES if l != 'independent']
+  pairs.append(('replicated', rp.MIRRORED))
   widest = max(((ratio(run, a, b), a, b, key)
                 for key, run in results['steps'].items() for a, b in pairs),
                key=lambda item: item[0].high - item[0].low)
@@ -115,12 +115,12 @@ def readings(results, plan):
       'A verdict lists how many rounds fell on the other side of its goal.'
       % (load, report.machine()[1], a, b, workload, towers, s.low, s.high,
          s.median, s.rounds))
-  run = results['steps'].get((rb.BUILD_WORKLOAD, rb.BUILD_TOWERS))
+  run = results['steps'].get((rp.BUILD_WORKLOAD, rp.BUILD_TOWERS))
   if run is not None:
     seconds, ops = run['build_seconds'], run['op_count']
-    slowest = max(rb.STRATEGIES, key=seconds.get)
+    slowest = max(rp.STRATEGIES, key=seconds.get)
     cal = run['calibration']
-    limit = rb.BUILD_BASELINE_SECONDS / 2
+    limit = rp.BUILD_BASELINE_SECONDS / 2
     out.append(
         '- **Graph build.** The slowest build (%s) cost %.0f us an op (%.2f s '
         'for %d ops); a trivial op cost %.0f us in the same process just '
@@ -136,7 +136,7 @@ def readings(results, plan):
       '- **Memory.** The largest growth after warm-up, %s, is %.0f bytes a '
       'step over %d steps; peak resident sets on `%s` range from %.0f to %.0f '
       'MiB.' % (largest, growth[largest] / float(plan['memory_steps']),
-                plan['memory_steps'], rb.MEMORY_WORKLOAD,
+                plan['memory_steps'], rp.MEMORY_WORKLOAD,
                 min(mib(m['peak_rss']) for m in results['memory'].values()),
                 max(mib(m['peak_rss']) for m in results['memory'].values())))
   return out
@@ -172,7 +172,7 @@ def text(results, plan, source, command, elapsed):
   w('')
   w('Workloads:')
   w('')
-  for name, about in rb.WORKLOADS.items():
+  for name, about in rp.WORKLOADS.items():
     w('- `%s`: %s.' % (name, about))
   w('')
   w('Method: for each (workload, towers) every candidate is built in one '
@@ -207,10 +207,10 @@ def _step_tables(results, plan):
          'median, range of the rounds in brackets, then the median step time '
          'in ms. MirroredStrategy is `tf.distribute.MirroredStrategy` on the '
          'same devices.']
-  for workload in rb.WORKLOADS:
+  for workload in rp.WORKLOADS:
     towers = plan['towers'][workload]
     rows = []
-    for label in rb.CANDIDATES:
+    for label in rp.CANDIDATES:
       cells = [label]
       for k in towers:
         run = results['steps'][(workload, k)]
@@ -228,22 +228,22 @@ def _mirrored_table(results):
   run0 = next(iter(results['steps'].values()))
   rows = []
   for (workload, towers), run in results['steps'].items():
-    s = ratio(run, 'replicated', rb.MIRRORED)
+    s = ratio(run, 'replicated', rp.MIRRORED)
     rows.append([workload, str(towers), '%.1f' % step_ms(run, 'replicated'),
-                 '%.1f' % step_ms(run, rb.MIRRORED), '%.2f' % s.median,
+                 '%.1f' % step_ms(run, rp.MIRRORED), '%.2f' % s.median,
                  '%.2f - %.2f' % (s.low, s.high)])
   return ['## replicated / MirroredStrategy', '',
           'MirroredStrategy picked `%s` for its cross-device reduction on '
           'these devices. Below 1.0 means replicated is faster.'
-          % run0['detail'][rb.MIRRORED], ''] + report.table(
+          % run0['detail'][rp.MIRRORED], ''] + report.table(
               ['workload', 'towers', 'replicated (ms)',
                'MirroredStrategy (ms)', 'replicated / MirroredStrategy',
                'per-round range'], rows, 'lrrrrr') + ['']
 
 
 def _build_runs(results, plan):
-  return [(k, results['steps'][(rb.BUILD_WORKLOAD, k)])
-          for k in plan['towers'][rb.BUILD_WORKLOAD]]
+  return [(k, results['steps'][(rp.BUILD_WORKLOAD, k)])
+          for k in plan['towers'][rp.BUILD_WORKLOAD]]
 
 
 def _build_tables(results, plan):
@@ -255,14 +255,14 @@ def _build_tables(results, plan):
          'the earlier graphs frozen out of the garbage collector. To read the '
          'absolute figures, each process first timed %d trivial ops (`x = x '
          '+ 1.0`) and read the 1-minute load average:' % (
-             rb.BUILD_WORKLOAD, plan['calibration_ops']), '']
+             rp.BUILD_WORKLOAD, plan['calibration_ops']), '']
   out += report.table(
       ['towers', 'one trivial op (us)', 'load average'],
       [[str(k), '%.0f' % (1e6 * run['calibration']['seconds'] /
                           run['calibration']['op_count']),
         '%.1f' % run['load']] for k, run in build_runs], 'rrr')
   rows = []
-  for label in rb.CANDIDATES:
+  for label in rp.CANDIDATES:
     rows.append([label] + ['%.2f s / %d / %.0f' % (
         run['build_seconds'][label], run['op_count'][label],
         1e6 * run['build_seconds'][label] / run['op_count'][label])
@@ -279,7 +279,7 @@ def _build_tables(results, plan):
 def _memory_table(results, plan):
   k, last = _build_runs(results, plan)[-1]
   rows = []
-  for label in rb.CANDIDATES:
+  for label in rp.CANDIDATES:
     m = results['memory'][label]
     s = m['rss_samples']
     rows.append([label, '%.0f' % mib(m['peak_rss']), '%.1f' % mib(s[0]),
@@ -294,16 +294,16 @@ def _memory_table(results, plan):
           'first step. Last column: the resident set that building, '
           'initialising and warming up the candidate added to the step-time '
           'process of `%s`, %d towers.' % (
-              rb.MEMORY_WORKLOAD, rb.MEMORY_TOWERS,
-              rb.BATCH_SIZE[rb.MEMORY_WORKLOAD], plan['memory_warmup'],
+              rp.MEMORY_WORKLOAD, rp.MEMORY_TOWERS,
+              rp.BATCH_SIZE[rp.MEMORY_WORKLOAD], plan['memory_warmup'],
               plan['memory_sample_every'], plan['memory_steps'],
-              rb.BUILD_WORKLOAD, k), ''] + report.table(
+              rp.BUILD_WORKLOAD, k), ''] + report.table(
                   ['strategy', 'peak (MiB)', 'after warm-up (MiB)',
                    'after %d steps (MiB)' % plan['memory_steps'],
                    'growth (MiB)',
                    'every %d steps, from warm-up (MiB)'
                    % plan['memory_sample_every'],
-                   'added, %s x %d (MiB)' % (rb.BUILD_WORKLOAD, k)],
+                   'added, %s x %d (MiB)' % (rp.BUILD_WORKLOAD, k)],
                   rows, 'lrrrrlr') + ['']
 
 
@@ -314,15 +314,15 @@ def _profiles(results, plan):
          'devices (nodes executed in brackets). Summed op time exceeds wall '
          'time when ops overlap on the %d processors; it excludes the '
          'executor\'s scheduling between ops.' % report.machine()[1]]
-  shown = [(w, k) for w, k, _ in rb.MIRRORED_GOALS]
+  shown = [(w, k) for w, k, _ in rp.MIRRORED_GOALS]
   for workload, towers in sorted(results['steps'], key=lambda wt: (
-      list(rb.WORKLOADS).index(wt[0]), wt[1])):
+      list(rp.WORKLOADS).index(wt[0]), wt[1])):
     if (towers != max(plan['towers'][workload]) and
         (workload, towers) not in shown):
       continue
     run = results['steps'][(workload, towers)]
     out += ['', '### %s, %d towers' % (workload, towers), '',
             'Graph ops: %s.' % ', '.join('%s %d' % (l, run['op_count'][l])
-                                         for l in rb.CANDIDATES), '']
-    out.extend(profile_lines(run, rb.CANDIDATES))
+                                         for l in rp.CANDIDATES), '']
+    out.extend(profile_lines(run, rp.CANDIDATES))
   return out + ['']

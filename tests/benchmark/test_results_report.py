@@ -17,7 +17,7 @@ def _modules():
       'results_report', os.path.join(BENCHMARKS, 'results_report.py'))
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
-  return module.rb, module
+  return module.rp, module
 
 
 def _run(rb, replicated, mirrored, independent=0.010):
