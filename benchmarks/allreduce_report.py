@@ -9,7 +9,7 @@ range of the rounds, and verdicts on them say how many rounds fell on the
 other side of the goal.
 """
 
-import run_allreduce_benchmarks as ar  # The script beside this file.
+import allreduce_plan as ap  # The plan and goals of the run, beside this file.
 
 from variable_mgr.benchmark import measure
 from variable_mgr.benchmark import report
@@ -38,7 +38,7 @@ def to_copy(run, key, label):
 
 
 def step_ratio(run, label):
-  return measure.ratio_spread(run['step_seconds'], label, ar.INDEPENDENT)
+  return measure.ratio_spread(run['step_seconds'], label, ap.INDEPENDENT)
 
 
 def _worst(runs, figure):
@@ -55,12 +55,12 @@ def _rounds_note(s, goal):
 def goal_rows(results):
   """(goal, candidate, figures, verdict) rows of the traffic goal."""
   rows = []
-  for name in ar.GOAL_ALGORITHMS:
+  for name in ap.GOAL_ALGORITHMS:
     value, set_name, k = _worst(results, lambda run: bound_ratio(run, name))
-    rows.append(['within %.2fx of the bound, both sets' % ar.BOUND_GOAL, name,
+    rows.append(['within %.2fx of the bound, both sets' % ap.BOUND_GOAL, name,
                  'worst %.3fx (%s, k=%d); counted, not timed' % (
                      value, set_name, k),
-                 report.verdict(value <= ar.BOUND_GOAL)])
+                 report.verdict(value <= ap.BOUND_GOAL)])
   return rows
 
 
@@ -70,11 +70,11 @@ def cost_rows(results):
   within BOUND_GOAL of the bound, at every tower count of the set."""
   rows = []
   for what, ops_key, build_key in COST_MEASURES:
-    for name in ar.REPACK_GOAL_ALGORITHMS:
-      for n in ar.REPACKS:
+    for name in ap.REPACK_GOAL_ALGORITHMS:
+      for n in ap.REPACKS:
         label = '%s+repack%d' % (name, n)
         row = [what, label]
-        for set_name in ar.SETS:
+        for set_name in ap.SETS:
           runs = dict((key, run) for key, run in results.items()
                       if key[0] == set_name)
           bound = _worst(runs, lambda run: bound_ratio(run, label))
@@ -86,10 +86,10 @@ def cost_rows(results):
           row.append('bound %.2fx (k=%d), ops %.2fx (k=%d), build %s (k=%d)'
                      % (bound[0], bound[2], ops[0], ops[2],
                         report.spread_text(build[0]), build[1]))
-          ok = (bound[0] <= ar.BOUND_GOAL and ops[0] <= ar.COST_GOAL and
-                build[0].median <= ar.COST_GOAL)
+          ok = (bound[0] <= ap.BOUND_GOAL and ops[0] <= ap.COST_GOAL and
+                build[0].median <= ap.COST_GOAL)
           row.append(report.verdict(ok) + _rounds_note(build[0],
-                                                       ar.COST_GOAL))
+                                                       ap.COST_GOAL))
         rows.append(row)
   return rows
 
@@ -98,7 +98,7 @@ def packing_notes(info, results):
   """What repacking costs in ops, from the run's counts."""
   out = ['## What repacking costs', '']
   flat = dict((s, sum(1 for shape in info['shapes'][s] if len(shape) == 1))
-              for s in ar.SETS)
+              for s in ap.SETS)
   out.append(
       'Per tower, `with_repacking` reshapes each tensor that is not flat to '
       'a vector and back (2 ops; one-dimensional tensors need none: %s); it '
@@ -109,7 +109,7 @@ def packing_notes(info, results):
       '`with_repacking(fn, n)` adds around a function returning its input, '
       'against the whole `copy` all-reduce:' % '; '.join(
           '`%s` has %d of %d' % (s, flat[s], len(info['shapes'][s]))
-          for s in ar.SETS))
+          for s in ap.SETS))
   rows = []
   for (set_name, k), run in results.items():
     cells = k * run['tensors']
@@ -128,20 +128,20 @@ def packing_notes(info, results):
       '`add_n` and a concatenation). Against the copy\'s ops a tower, in '
       'this run:')
   out.append('')
-  packed = ['%s+repack%d' % (a, n) for a in ar.REPACK_GOAL_ALGORITHMS
-            for n in ar.REPACKS]
-  for set_name in ar.SETS:
+  packed = ['%s+repack%d' % (a, n) for a in ap.REPACK_GOAL_ALGORITHMS
+            for n in ap.REPACKS]
+  for set_name in ap.SETS:
     runs = dict((key, run) for key, run in results.items()
                 if key[0] == set_name)
     meeting = [label for label in packed if all(
-        run['ops'][label] <= ar.COST_GOAL * run['ops']['copy']
+        run['ops'][label] <= ap.COST_GOAL * run['ops']['copy']
         for run in runs.values())]
     out.append('- `%s` (%d tensors): the copy adds %s; packed candidates '
                'within %.1fx of the copy\'s own ops at every k: %s.' % (
                    set_name, next(iter(runs.values()))['tensors'], ', '.join(
                        '%.0f ops a tower at k=%d' % (
                            run['ops']['copy'] / float(k), k)
-                       for (_, k), run in runs.items()), ar.COST_GOAL,
+                       for (_, k), run in runs.items()), ap.COST_GOAL,
                    ', '.join(meeting) if meeting else 'none'))
   return out + ['']
 
@@ -149,11 +149,11 @@ def packing_notes(info, results):
 def traffic_notes(results, labels):
   out = ['**Traffic of the candidates above %.2fx of the bound** (busiest and '
          'least busy device, bytes sent or received, whichever is larger):'
-         % ar.BOUND_GOAL, '']
+         % ap.BOUND_GOAL, '']
   rows = []
   for (set_name, k), run in results.items():
     for label in labels:
-      if label == ar.INDEPENDENT or bound_ratio(run, label) <= ar.BOUND_GOAL:
+      if label == ap.INDEPENDENT or bound_ratio(run, label) <= ap.BOUND_GOAL:
         continue
       per = dict((d, max(v)) for d, v in run['per_device'][label].items())
       hi = max(per, key=lambda d: (per[d], d))
@@ -196,13 +196,13 @@ def allocator_notes(results, allocator):
          '`independent` of the same run, median with the range of the '
          'rounds; step ms in brackets):' % (
              ' or '.join('%.0f MB' % mb(b) for b in sizes),
-             ', '.join('`%s=%s`' % kv for kv in sorted(ar.BFC_ENV.items()))),
+             ', '.join('`%s=%s`' % kv for kv in sorted(ap.BFC_ENV.items()))),
          '']
   rows = []
   for key, run in allocator.items():
     default = results.get(key)
-    for label in ar.ALLOCATOR_LABELS:
-      if label == ar.INDEPENDENT:
+    for label in ap.ALLOCATOR_LABELS:
+      if label == ap.INDEPENDENT:
         continue
       cells = [key[0], str(key[1]), label]
       for r in (default, run):
@@ -251,7 +251,7 @@ def lines(info, labels, results, plan, source, command, elapsed,
   w('')
   w('Tensor sets (one float32 tensor of each shape a tower):')
   w('')
-  for set_name, text in ar.SETS.items():
+  for set_name, text in ap.SETS.items():
     run = next(r for (s, _), r in results.items() if s == set_name)
     w('- `%s`: %s; %d tensors, N = %.1f MB a tower' % (
         set_name, text, run['tensors'], mb(run['total_bytes'])))
@@ -281,10 +281,10 @@ def lines(info, labels, results, plan, source, command, elapsed,
     '6 counts ops over a whole graph of one step: its figures (9,177 and '
     '32,640 ops, from outside this run) correspond to `pscpu` and `tf ring` '
     'at 8 towers on `resnet50` here; the all-reduce alone counts only what '
-    'the all-reduce adds.' % (ar.COST_GOAL, ar.BOUND_GOAL))
+    'the all-reduce adds.' % (ap.COST_GOAL, ap.BOUND_GOAL))
   w('')
   header = ['measure', 'candidate']
-  for set_name in ar.SETS:
+  for set_name in ap.SETS:
     header += ['`%s`' % set_name, 'verdict']
   out.extend(report.table(header, cost_rows(results)))
   w('')
@@ -300,10 +300,10 @@ def _table(set_name, k, run, labels):
   out = ['## `%s`, %d towers' % (set_name, k), '',
          'Bound 2(k-1)/k x N = %.1f MB; `independent` step %.1f ms.' % (
              mb(run['bound']), 1000 * measure.spread(
-                 run['step_seconds'][ar.INDEPENDENT]).median), '']
+                 run['step_seconds'][ap.INDEPENDENT]).median), '']
   rows = []
   for label in labels:
-    cells = [label, '-' if label == ar.INDEPENDENT
+    cells = [label, '-' if label == ap.INDEPENDENT
              else '%.3f' % bound_ratio(run, label),
              '%.1f' % mb(run['busiest'][label])]
     for key in ('ops', 'graph_ops'):
@@ -314,7 +314,7 @@ def _table(set_name, k, run, labels):
                 '%.2f' % to_copy(run, key, label).median]
     cells.append('%.1f' % (1000 * median_seconds(run, 'step_seconds', label)))
     s = step_ratio(run, label)
-    cells.append('1.00' if label == ar.INDEPENDENT
+    cells.append('1.00' if label == ap.INDEPENDENT
                  else '%.2f (%.2f-%.2f)' % (s.median, s.low, s.high))
     rows.append(cells)
   return out + report.table(
