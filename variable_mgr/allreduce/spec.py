@@ -1,27 +1,35 @@
 """The `--all_reduce_spec` grammar and the all-reduce it describes.
 
-Grammar (no spaces; sizes in bytes, k/m/g = 2**10/2**20/2**30)::
+Grammar (no spaces), as tf_cnn_benchmarks' `parse_all_reduce_spec`::
 
-    spec   ::= range (':' size ':' range)*
+    spec   ::= range (':' limit ':' range)*
     range  ::= stage ('/' stage)?
     stage  ::= name ('#' count)?
     name   ::= nccl | xring | pscpu | psgpu | rechd | hcopy | copy | collective
-    size   ::= digits ('k' | 'm' | 'g')?      (positive, strictly increasing)
+    limit  ::= digits ('k' | 'K' | 'M' | 'G' | 'T')?
+               (an element count, positive, strictly increasing; k and K are
+               x 2**10, M x 2**20, G x 2**30, T x 2**40)
     count  ::= digits                         (positive; xring, pscpu, psgpu)
 
-A tensor of B bytes goes to the first range whose size limit exceeds B; the
-last range takes the rest. Examples:
+A limit counts elements, not bytes, as upstream's: a tensor of n elements
+goes to the first range whose limit is at least n (n <= limit); the last
+range takes the rest. Examples:
 
     'xring'            ring all-reduce of every tensor.
     'xring#2'          two parallel rings, each on half of every tensor.
-    'pscpu:32k:xring'  tensors under 32 KiB are summed on the worker CPUs,
-                       the rest go around a ring.
+    'pscpu:32k:xring'  tensors of at most 32768 elements (128 KiB of
+                       float32) are summed on the worker CPUs, larger ones
+                       go around a ring.
     'psgpu#4'          shuffle through the tower devices, 4 pieces a tensor.
     'nccl/xring'       two stages: NCCL among the devices of each worker,
                        then a ring among one device per worker, whose result
                        is copied back to the worker's devices. With a single
                        worker the second stage has nothing to do and
                        'a/b' equals 'a'.
+
+A worker is a `(job, replica, task)` of the device strings: '/cpu:0' and
+'/cpu:1' are one worker; '/job:worker/task:0/cpu:0' and
+'/job:worker/task:1/cpu:0' are two.
 
 Names: nccl = `algorithms.nccl`; xring#n = `ring` with n rings;
 pscpu#n = `shuffle` through the parameter devices (by default CPU 0 of each
@@ -51,15 +59,17 @@ ALGORITHMS = collections.OrderedDict([
     ('xring', True),
 ])
 
-_SUFFIXES = {'': 1, 'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30}
-_SIZE = re.compile(r'^([0-9]+)([kmg]?)$')
+# Upstream's `parse_general_int`: powers of two; only k is case-blind.
+_SUFFIXES = {'': 1, 'k': 1 << 10, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30,
+             'T': 1 << 40}
+_LIMIT = re.compile(r'^([0-9]+)([kKMGT]?)$')
 _COUNT = re.compile(r'^[0-9]+$')
 
 Stage = collections.namedtuple('Stage', ['name', 'count'])
 Stage.__doc__ = """One algorithm: a grammar name and its '#count' (or None)."""
 
 SpecRange = collections.namedtuple('SpecRange', ['limit', 'stages'])
-SpecRange.__doc__ = """Tensors of fewer than `limit` bytes (None: no limit)
+SpecRange.__doc__ = """Tensors of at most `limit` elements (None: no limit)
 not taken by an earlier range are reduced by `stages` (one or two Stage)."""
 
 
@@ -96,12 +106,12 @@ def parse_spec(spec):
     stages = _parse_range(spec, *fields[f])
     limit = None
     if f + 1 < len(fields):
-      limit = _parse_size(spec, *fields[f + 1])
+      limit = _parse_limit(spec, *fields[f + 1])
       if previous is not None and limit <= previous:
         raise errors.AllReduceSpecError(
             spec, fields[f + 1][1], fields[f + 1][0],
-            'size limits must increase strictly; %d bytes is not above the '
-            'previous %d' % (limit, previous))
+            'size limits must increase strictly; %d elements is not above '
+            'the previous %d' % (limit, previous))
       previous = limit
     ranges.append(SpecRange(limit, stages))
   return ranges
@@ -142,14 +152,16 @@ def _parse_stage(spec, text, position):
   return Stage(name, int(count_text))
 
 
-def _parse_size(spec, text, position):
-  match = _SIZE.match(text)
-  if not match or int(match.group(1)) < 1:
-    raise errors.AllReduceSpecError(
-        spec, position, text,
-        'expected a positive byte count with an optional k, m or g suffix '
-        '(e.g. "32k")')
-  return int(match.group(1)) * _SUFFIXES[match.group(2)]
+def _parse_limit(spec, text, position):
+  match = _LIMIT.match(text)
+  if match and int(match.group(1)) >= 1:
+    return int(match.group(1)) * _SUFFIXES[match.group(2)]
+  reason = ('expected a positive element count with an optional suffix k '
+            'or K (x1024), M, G or T (powers of 2), e.g. "32k"')
+  if re.match(r'^[0-9]+[mgt]$', text):
+    reason += '; write %r (M, G and T are upper case)' % (
+        text[:-1] + text[-1].upper())
+  raise errors.AllReduceSpecError(spec, position, text, reason)
 
 
 def _run_stage(stage, tower_tensors, devices, param_devices):
@@ -223,7 +235,7 @@ def build_all_reduce(spec, tower_tensors, devices, param_devices=None):
   Args:
     spec: an --all_reduce_spec string or the result of `parse_spec`.
     tower_tensors: `[tower][tensor]`; shapes must be fully defined when the
-      spec has more than one range (sizes decide the range).
+      spec has more than one range (element counts decide the range).
     devices: one device string per tower.
     param_devices: the devices `pscpu` sums on in a one-stage range; by
       default CPU 0 of each worker among `devices`.
@@ -247,9 +259,9 @@ def build_all_reduce(spec, tower_tensors, devices, param_devices=None):
     if len(ranges) == 1:
       assigned[0].append(i)
       continue
-    size = layout.num_bytes(towers[0][i])
+    size = layout.num_elements(towers[0][i])
     for r, spec_range in enumerate(ranges):
-      if spec_range.limit is None or size < spec_range.limit:
+      if spec_range.limit is None or size <= spec_range.limit:
         assigned[r].append(i)
         break
   result = [[None] * count for _ in devices]
