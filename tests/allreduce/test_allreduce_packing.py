@@ -74,27 +74,92 @@ def test_repack_packs_per_dtype():
   assert context.count == len(tensors)
 
 
-def test_small_tensor_group_limits_are_exact():
+# One tower's tensors for the small-tensor grouping, with max_bytes=40 and
+# max_group=3: (shape, dtype, bytes, what happens).
+SMALL_CASE = [
+    ((1,), np.float32),      # 0:  4 B  small, run A
+    ((10,), np.float32),     # 1: 40 B  small (== max_bytes), run A
+    ((11,), np.float32),     # 2: 44 B  large: ends run A
+    ((2,), np.float32),      # 3:  8 B  run B
+    ((3,), np.float32),      # 4: 12 B  run B
+    ((2, 2), np.float32),    # 5: 16 B  run B (a full group of 3: 3, 4, 5)
+    ((5,), np.float32),      # 6: 20 B  run B's tail of one: passes
+    ((0,), np.float32),      # 7: empty, never packed: ends run B
+    ((6,), np.float32),      # 8: 24 B  a run of one: passes
+    ((20,), np.float16),     # 9: 40 B  a new dtype starts run C
+    ((), np.float16),        # 10: 2 B  run C
+    ((7,), np.float32),      # 11: 28 B a new dtype starts run D
+    ((8,), np.float32),      # 12: 32 B run D
+    ((9,), np.float32),      # 13: 36 B run D: 96 B in all, above max_bytes
+]
+SMALL_GROUPS = [(0, 1), (3, 4, 5), (9, 10), (11, 12, 13)]
+SMALL_PASSED = (2, 6, 7, 8)
+
+
+def _small_case_tensors():
+  return [tf.zeros(shape, dtype) for shape, dtype in SMALL_CASE]
+
+
+def test_small_tensor_groups_are_upstreams_runs():
+  """Each tensor of at most max_bytes is small (the bound is per tensor, as
+  upstream's `4 * num_elements <= max_bytes`); consecutive small tensors of
+  one dtype are cut into groups of max_group."""
   with tf.Graph().as_default():
-    # Ten small float32 tensors of 4, 8, ..., 40 bytes and one large one.
-    tensors = [tf.zeros([n]) for n in range(1, 11)] + [tf.zeros([1000])]
-    _, by_count = packing.aggregate_small_tensors([tensors], ['/cpu:0'],
-                                                  100, 3)
-    _, by_bytes = packing.aggregate_small_tensors([tensors], ['/cpu:0'],
-                                                  40, 10)
-  # Greedy in order: 4+8+12 bytes closes at three tensors, as do 16+20+24
-  # and 28+32+36 (96 <= 100); 40 is left alone.
-  assert [b.indices for b in by_count.blocks] == [(0, 1, 2), (3, 4, 5),
-                                                  (6, 7, 8)]
-  assert by_count.passed == (9, 10)
-  # 4+8+12+16 = 40 bytes; every later tensor would exceed 40 with the next.
-  assert [b.indices for b in by_bytes.blocks] == [(0, 1, 2, 3)]
-  assert by_bytes.passed == (4, 5, 6, 7, 8, 9, 10)
-  for context, max_bytes, max_group in ((by_count, 100, 3),
-                                        (by_bytes, 40, 10)):
-    for block in context.blocks:
-      assert 2 <= len(block.indices) <= max_group
-      assert sum(block.sizes) * 4 <= max_bytes
+    tensors = _small_case_tensors()
+    assert packing.small_tensor_groups(tensors, 40, 3) == SMALL_GROUPS
+    _, context = packing.aggregate_small_tensors([tensors], ['/cpu:0'], 40,
+                                                 3)
+  assert [b.indices for b in context.blocks] == SMALL_GROUPS
+  assert context.passed == SMALL_PASSED
+  # A group may hold more than max_bytes: 28 + 32 + 36 bytes.
+  assert sum(context.blocks[-1].sizes) * 4 == 96
+
+
+@pytest.mark.parametrize('max_bytes,max_group,groups', [
+    (0, 10, []),                                   # off
+    (35, 3, [(3, 4, 5), (11, 12)]),                # 1, 9 and 13 too large
+    (4, 10, []),                                   # no two 4-byte neighbours
+    (44, 2, [(0, 1), (2, 3), (4, 5), (9, 10), (11, 12)]),
+    (44, 1, []),                                   # groups of one are none
+    (1000, 100, [tuple(range(0, 7)), (9, 10), (11, 12, 13)]),
+])
+def test_small_tensor_groups_by_limits(max_bytes, max_group, groups):
+  with tf.Graph().as_default():
+    assert packing.small_tensor_groups(_small_case_tensors(), max_bytes,
+                                       max_group) == groups
+
+
+def test_small_tensor_groups_keep_max_group():
+  """Twelve consecutive 256-byte tensors with max_group=10 make a group of
+  10 and one of 2 (upstream's extract_ranges would make one of 12); the
+  group holds 10 x 256 bytes though max_bytes is 256."""
+  with tf.Graph().as_default():
+    tensors = [tf.zeros([64]) for _ in range(12)] + [tf.zeros([65])]
+    assert packing.small_tensor_groups(tensors, 256, 10) == [
+        tuple(range(10)), (10, 11)]
+
+
+def test_small_tensor_aggregation_sums_and_what_is_reduced():
+  """The all-reduce gets the passed tensors, then one flat tensor a group;
+  every tower's result is the NumPy sum."""
+  k = 3
+  devices = testlib.cpu_devices(k)
+  rng = np.random.RandomState(5)
+  arrays = [[rng.uniform(-1, 1, shape).astype(dtype)
+             for shape, dtype in SMALL_CASE] for _ in range(k)]
+  seen = []
+
+  def recording_copy(tower_tensors, devices):
+    seen.append([(t.dtype.name, t.shape.as_list()) for t in tower_tensors[0]])
+    return algorithms.copy(tower_tensors, devices)
+
+  fn = packing.with_small_tensor_aggregation(recording_copy, 40, 3)
+  outputs, values = testlib.build_and_run(fn, arrays, devices)
+  assert seen == [[('float32', [11]), ('float32', [5]), ('float32', [0]),
+                   ('float32', [6]),
+                   ('float32', [1 + 10]), ('float32', [2 + 3 + 4]),
+                   ('float16', [20 + 1]), ('float32', [7 + 8 + 9])]]
+  testlib.assert_sums(arrays, outputs, values, devices)
 
 
 WRAPPED = {

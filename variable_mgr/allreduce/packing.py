@@ -11,10 +11,11 @@ function of the same form that computes the same sums:
   reduced pack into those parts, joins the parts of a tensor that straddles
   packs, and reshapes. Each element is copied once to pack and once to
   unpack.
-* `with_small_tensor_aggregation(f, max_bytes, max_group)`: tensors of at
-  most `max_bytes` bytes are concatenated, per dtype and in order, into
-  groups of at most `max_group` tensors and at most `max_bytes` bytes; `f`
-  reduces the groups and the other tensors; the groups are cut back.
+* `with_small_tensor_aggregation(f, max_bytes, max_group)`: runs of
+  consecutive tensors of one dtype and at most `max_bytes` bytes each are
+  concatenated into groups of at most `max_group` tensors (see
+  `small_tensor_groups`); `f` reduces the groups and the other tensors; the
+  groups are cut back.
 * `with_float16_transfer(f)`: float32 tensors travel as float16.
 
 Each is built from a `pack -> (packed, context)` / `unpack(reduced, context,
@@ -181,18 +182,55 @@ def repack(tower_tensors, devices, num_packs):
           context)
 
 
-def aggregate_small_tensors(tower_tensors, devices, max_bytes, max_group):
-  """Concatenates small tensors into groups.
+def small_tensor_groups(tensors, max_bytes, max_group):
+  """The groups `aggregate_small_tensors` concatenates, as index tuples.
 
-  A tensor is small when it has at most `max_bytes` bytes. Small tensors of
-  one dtype are taken in order and grouped greedily: a group closes when the
-  next tensor would bring it above `max_bytes` bytes or `max_group` tensors.
-  Groups of one tensor, and every other tensor, pass through unchanged.
+  As tf_cnn_benchmarks' `pack_small_tensors`: a tensor is small when its
+  shape is fully defined and it has at least one element and at most
+  `max_bytes` bytes (`num_bytes <= max_bytes`: the bound is on each tensor,
+  not on a group). Each run of consecutive small tensors of one dtype is cut,
+  from its start, into groups of `max_group` tensors and a shorter last one;
+  groups of one tensor are not groups. For example, with tensors of 4, 4,
+  400, 4, 4, 4 bytes (float32), max_bytes=100 and max_group=2 the groups are
+  (0, 1) and (3, 4); tensors 2 and 5 pass through.
+
+  Args:
+    tensors: one tower's tensors.
+    max_bytes: int >= 0; 0 makes no groups.
+    max_group: int >= 1; the most tensors in one group.
+
+  Returns:
+    A list of tuples of two or more consecutive indices, in order.
+  """
+  groups = []
+  run = []
+
+  def close_run():
+    for start in range(0, len(run), max_group):
+      group = tuple(run[start:start + max_group])
+      if len(group) > 1:
+        groups.append(group)
+    del run[:]
+
+  for i, t in enumerate(tensors):
+    small = (max_bytes and t.shape.is_fully_defined()
+             and 0 < layout.num_bytes(t) <= max_bytes)
+    if run and (not small or t.dtype != tensors[run[-1]].dtype):
+      close_run()
+    if small:
+      run.append(i)
+  close_run()
+  return groups
+
+
+def aggregate_small_tensors(tower_tensors, devices, max_bytes, max_group):
+  """Concatenates the `small_tensor_groups` of every tower.
 
   Args:
     tower_tensors: `[tower][tensor]`; small ones need fully defined shapes.
     devices: one device string per tower.
-    max_bytes: int >= 0; 0 disables aggregation.
+    max_bytes: int >= 0, the most bytes of a tensor that is packed; 0
+      disables aggregation.
     max_group: int >= 1; the most tensors in one group.
 
   Returns:
@@ -206,30 +244,13 @@ def aggregate_small_tensors(tower_tensors, devices, max_bytes, max_group):
   _check_int('max_group', max_group, 1)
   towers, devices = layout.check_towers(tower_tensors, devices)
   first = towers[0] if towers else []
-  small = [i for i, t in enumerate(first)
-           if max_bytes and t.shape.is_fully_defined()
-           and 0 < layout.num_bytes(t) <= max_bytes]
-  groups = []
-  for indices in _dtype_groups(first, small).values():
-    current, current_bytes = [], 0
-    for i in indices:
-      size = layout.num_bytes(first[i])
-      if current and (len(current) == max_group
-                      or current_bytes + size > max_bytes):
-        groups.append(current)
-        current, current_bytes = [], 0
-      current.append(i)
-      current_bytes += size
-    if current:
-      groups.append(current)
-  grouped = set(i for group in groups if len(group) > 1 for i in group)
+  groups = small_tensor_groups(first, max_bytes, max_group)
+  grouped = set(i for group in groups for i in group)
   passed = [i for i in range(len(first)) if i not in grouped]
   blocks = []
   for group in groups:
-    if len(group) < 2:
-      continue
     sizes = tuple(layout.num_elements(first[i]) for i in group)
-    blocks.append(_Block(tuple(group), tuple(first[i].shape for i in group),
+    blocks.append(_Block(group, tuple(first[i].shape for i in group),
                          sizes, (sum(sizes),)))
   context = PackContext(len(first), tuple(passed), tuple(blocks))
   return (_pack(towers, devices, blocks, passed, layout.call_constants()),
