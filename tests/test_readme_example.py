@@ -1,13 +1,14 @@
-"""The README's library example: it equals examples/train_towers.py, runs
-under every local strategy and a one-worker cluster, ref and resource
-variables alike, and trains as NumPy does; run as a script, it prints the
-same losses."""
+"""The library example: docs/harness-protocol.md shows examples/train_towers.py
+whole and README.md a part of it, line for line; it runs under every local
+strategy and a one-worker cluster, ref and resource variables alike, and
+trains as NumPy does; run as a script, it prints the same losses."""
 
 import importlib.util
 import os
 import re
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -16,6 +17,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, 'examples', 'train_towers.py')
 BEGIN = '<!-- begin examples/train_towers.py -->'
 END = '<!-- end examples/train_towers.py -->'
+EXCERPT_BEGIN = '<!-- begin excerpt of examples/train_towers.py -->'
+EXCERPT_END = '<!-- end excerpt of examples/train_towers.py -->'
 
 
 def _load_example():
@@ -28,17 +31,38 @@ def _load_example():
 example = _load_example()
 
 
-def test_readme_shows_the_example_file_verbatim():
-  with open(os.path.join(ROOT, 'README.md')) as f:
-    readme = f.read()
-  assert readme.count(BEGIN) == 1 and readme.count(END) == 1
-  block = readme.split(BEGIN, 1)[1].split(END, 1)[0]
+def _python_block(path, begin, end):
+  """The one ```python block between the markers `begin` and `end`."""
+  with open(os.path.join(ROOT, path)) as f:
+    text = f.read()
+  assert text.count(begin) == 1 and text.count(end) == 1, path
+  block = text.split(begin, 1)[1].split(end, 1)[0]
   match = re.match(r'\s*```python\n(.*)```\s*$', block, re.S)
-  assert match, 'README: the example is not one ```python block'
+  assert match, '%s: the example is not one ```python block' % path
+  return match.group(1)
+
+
+def test_the_docs_show_the_example_file_verbatim():
+  block = _python_block(os.path.join('docs', 'harness-protocol.md'), BEGIN,
+                        END)
   with open(EXAMPLE) as f:
-    assert match.group(1) == f.read(), (
-        'README.md and examples/train_towers.py differ: copy the file into '
-        'the README block')
+    assert block == f.read(), (
+        'docs/harness-protocol.md and examples/train_towers.py differ: copy '
+        'the file into the block')
+
+
+def test_the_readme_excerpt_is_a_run_of_the_file_lines():
+  """README.md shows consecutive lines of the file, dedented as a whole."""
+  excerpt = _python_block('README.md', EXCERPT_BEGIN, EXCERPT_END)
+  want = excerpt.splitlines()
+  assert len(want) >= 10, 'README: the excerpt is too short to show anything'
+  with open(EXAMPLE) as f:
+    lines = f.read().splitlines()
+  runs = [textwrap.dedent('\n'.join(lines[i:i + len(want)])).splitlines()
+          for i in range(len(lines) - len(want) + 1)]
+  assert want in runs, (
+      'README.md\'s excerpt is not a run of examples/train_towers.py\'s lines: '
+      'copy it from the file again')
 
 
 def _loss_and_grads(w, b, x, y):

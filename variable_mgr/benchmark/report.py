@@ -158,7 +158,8 @@ def header(title, script, source, command, elapsed, tf_version):
       '# %s' % title, '',
       'Written whole by `benchmarks/%s`: every figure, table and verdict '
       'below comes from the run described here, and the next run replaces '
-      'all of it. How to read the figures: README.md, "The benchmark".'
+      'all of it. How to read the figures: docs/results.md, "Reading the '
+      'figures".'
       % script, '',
       '- commit: %s' % source,
       '- date: %s' % datetime.datetime.now(datetime.timezone.utc).strftime(
