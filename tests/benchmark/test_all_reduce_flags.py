@@ -34,8 +34,15 @@ def copy_losses(tmp_path_factory):
     ['--all_reduce_spec', 'rechd'],
     ['--all_reduce_spec', 'hcopy'],
     ['--all_reduce_spec', 'pscpu:4k:xring'],
+    # Limits count elements (10 biases, 7840 weights): 1K sends the biases
+    # to pscpu, 7840 both (7840 <= 7840), 9 neither.
+    ['--all_reduce_spec', 'pscpu:1K:xring'],
+    ['--all_reduce_spec', 'pscpu:7840:xring'],
+    ['--all_reduce_spec', 'pscpu:9:xring'],
     ['--all_reduce_spec', 'xring', '--gradient_repacking', '2'],
     ['--agg_small_grads_max_bytes', '64', '--agg_small_grads_max_group', '2'],
+    ['--agg_small_grads_max_bytes', '31360', '--agg_small_grads_max_group',
+     '2'],
 ])
 def test_algorithm_matches_copy(extra, copy_losses, tmp_path):
   results = _losses(tmp_path, extra, 'out.json')
@@ -62,8 +69,31 @@ def test_traffic_of_ring_is_near_the_bound(tmp_path):
           1.05 * traffic['ring_lower_bound_bytes'] + inputs)
 
 
-def test_bad_spec_is_one_line(capsys):
-  assert cli.main(FLAGS + ['--all_reduce_spec', 'xring#0']) == 2
+def _total_sends(tmp_path, max_bytes):
+  results = _losses(tmp_path, ['--all_reduce_spec', 'copy',
+                               '--agg_small_grads_max_bytes', str(max_bytes),
+                               '--agg_small_grads_max_group', '2',
+                               '--measure_traffic'], 'sends.json')
+  return sum(t['sends'] for t in results['traffic']['per_device'].values())
+
+
+def test_small_gradient_limit_is_per_tensor_and_inclusive(tmp_path):
+  """trivial's gradients are 31360 bytes (weights) and 40 (biases): at
+  --agg_small_grads_max_bytes=31360 both are small and travel as one pack,
+  so the copy all-reduce of one tensor on 3 towers (2 sends in, 2 out) is
+  saved; at 31359 the weights are too large and nothing is packed."""
+  unpacked = _total_sends(tmp_path, 31359)
+  assert unpacked - _total_sends(tmp_path, 31360) == 2 * 2
+  assert _total_sends(tmp_path, 0) == unpacked
+
+
+@pytest.mark.parametrize('text,position,words', [
+    ('xring#0', 6, 'positive integer'),
+    ('pscpu:32m:xring', 6, "write '32M'"),
+])
+def test_bad_spec_is_one_line(capsys, text, position, words):
+  assert cli.main(FLAGS + ['--all_reduce_spec', text]) == 2
   err = capsys.readouterr().err.strip().splitlines()
   assert len(err) == 1, err
-  assert "'xring#0'" in err[0] and 'position 6' in err[0], err
+  assert repr(text) in err[0] and 'position %d' % position in err[0], err
+  assert words in err[0], err
