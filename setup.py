@@ -1,17 +1,27 @@
 """Packaging for variable_mgr.
 
-TensorFlow is not a hard requirement: install the build you want (1.15 on
-Python 3.7, or any 2.x), or take `pip install .[cpu]`: on Python 3.9 and
-later `tensorflow` with `tf_keras` (tf_keras depends on `tensorflow`, so
-taking tensorflow-cpu there would install TensorFlow twice; the
-`tensorflow` wheel runs on the CPU where no GPU is), before that
-tensorflow-cpu.
+TensorFlow is not a hard requirement: install the build you want, or take
+an extra that picks the TensorFlow of your Python:
+
+* Python 3.7: TensorFlow 1.15.5, the last 1.x release, with the pins it
+  needs (numpy < 1.19, protobuf < 4, h5py 2.10). `cpu` installs
+  `tensorflow==1.15.5` (its CPU build), `gpu` installs
+  `tensorflow-gpu==1.15.5` (CUDA 10.0; it also runs on a machine without a
+  GPU). Without these pins pip would pick TensorFlow 2.11, outside the
+  versions this project supports.
+* Python 3.8: `cpu` installs `tensorflow-cpu`, `gpu` `tensorflow` (2.12
+  or 2.13; tensorflow-gpu 2.12 is an empty package that refuses to
+  install).
+* Python 3.9 and later: `cpu` and `gpu` install `tensorflow` with
+  `tf_keras` (tf_keras depends on `tensorflow`, so taking tensorflow-cpu
+  there would install TensorFlow twice; the `tensorflow` wheel runs on the
+  CPU where no GPU is).
 
 Models written with tf.compat.v1.layers need Keras 2. TensorFlow 1.15 and
 2.x up to 2.15 bundle it; from 2.16 on it is the `tf_keras` package, whose
 version must match TensorFlow's (tf_keras 2.21 for TensorFlow 2.21), with
-TF_USE_LEGACY_KERAS=1 set before TensorFlow is imported. The `cpu` and
-`layers` extras add tf_keras on Python 3.9 and later only, so that 1.15
+TF_USE_LEGACY_KERAS=1 set before TensorFlow is imported. The `cpu`, `gpu`
+and `layers` extras add tf_keras on Python 3.9 and later only, so that 1.15
 (Python 3.7) and 2.x up to 2.13 (Python 3.8) installs do not pull it. Beside
 an installed tensorflow-cpu, `pip install --no-deps tf_keras==<TensorFlow's
 version>` avoids a second copy of TensorFlow.
@@ -24,6 +34,11 @@ import setuptools
 
 # Keras 2 for tf.compat.v1.layers on TensorFlow 2.16 and later.
 KERAS_2 = 'tf_keras; python_version >= "3.9"'
+PY37 = '; python_version < "3.8"'
+# What TensorFlow 1.15.5 needs pinned beside it: its protobuf code breaks on
+# protobuf 4, its C API on numpy 1.19 and later; h5py 3 needs a newer numpy.
+TF1_PINS = [pin + PY37 for pin in ('numpy==1.18.5', 'protobuf==3.20.3',
+                                   'h5py==2.10.0')]
 
 setuptools.setup(
     name='variable_mgr',
@@ -35,8 +50,11 @@ setuptools.setup(
     python_requires='>=3.7',
     install_requires=['numpy'],
     extras_require={
-        'cpu': ['tensorflow-cpu; python_version < "3.9"',
-                'tensorflow; python_version >= "3.9"', KERAS_2],
+        'cpu': ['tensorflow==1.15.5' + PY37,
+                'tensorflow-cpu; python_version == "3.8"',
+                'tensorflow; python_version >= "3.9"', KERAS_2] + TF1_PINS,
+        'gpu': ['tensorflow-gpu==1.15.5' + PY37,
+                'tensorflow; python_version >= "3.8"', KERAS_2] + TF1_PINS,
         'layers': [KERAS_2],
         'data': ['scikit-learn'],
         'tests': ['pytest', 'hypothesis', 'numpy', 'scikit-learn'],
