@@ -120,6 +120,16 @@ def _same_device(a, b):
   return layout.device_key(a) == layout.device_key(b)
 
 
+def _gather_op(row):
+  """The gather op behind `row = tf.gather(table, ids)`: TensorFlow 1.15's
+  `ResourceVariable.sparse_read` returns an Identity of its ResourceGather,
+  later releases the ResourceGather itself."""
+  op = row.op
+  if op.type == 'Identity' and op.inputs[0].op.type == 'ResourceGather':
+    return op.inputs[0].op
+  return op
+
+
 def _places_gathers(name):
   """Whether strategy `name`'s device functions put a plain tf.gather that
   tower 1 builds of a shared variable on the variable's device."""
@@ -132,7 +142,7 @@ def _places_gathers(name):
       with mgr.create_outer_variable_scope(d), tf1.device(devices[d]):
         table = tf1.get_variable('table', [4, 3])
         row = tf.gather(table, [1])
-  return _same_device(row.op.device, table.op.device)
+  return _same_device(_gather_op(row).device, table.op.device)
 
 
 @pytest.mark.parametrize('name', [
@@ -171,12 +181,12 @@ def test_a_gather_of_a_variable_goes_with_the_variable(setter, variable_kind):
         pinned = tf.gather(table, ids)
       loss = tf.reduce_sum(row * row)
     (grad,) = tf.gradients(loss, [table])
-  assert row.op.type == ('ResourceGather' if variable_kind == 'resource'
-                         else 'GatherV2')
+  assert _gather_op(row).type == ('ResourceGather'
+                                  if variable_kind == 'resource' else 'GatherV2')
   assert _same_device(table.op.device, '/cpu:0')
-  assert _same_device(row.op.device, '/cpu:0')
+  assert _same_device(_gather_op(row).device, '/cpu:0')
   assert _same_device(computed.op.device, '/cpu:1')
-  assert _same_device(pinned.op.device, '/cpu:1')
+  assert _same_device(_gather_op(pinned).device, '/cpu:1')
   assert isinstance(grad, tf.IndexedSlices)
   init = tf1.variables_initializer([table])
   config = tf1.ConfigProto(device_count={'CPU': 2})
