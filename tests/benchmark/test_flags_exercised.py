@@ -165,7 +165,7 @@ def test_same_seed_same_run_other_seed_other_start(runs):
 def test_device_flag_picks_the_tower_devices(runs):
   assert "Devices:     ['/cpu:0', '/cpu:1']" in runs['seed_1_cpu']['stdout']
   assert runs['seed_1_cpu']['results']['config']['device'] == 'cpu'
-  if tf.config.list_physical_devices('GPU'):
+  if tf.config.experimental.list_physical_devices('GPU'):
     pytest.skip('this machine has GPUs: --device gpu would run')
   gpu = runs['gpu']
   # The towers are GPUs; without one the run is refused before its graph is
