@@ -336,5 +336,6 @@ def run_compare(args, log=print):
     log('Wrote %s' % chart)
   else:
     log('matplotlib is not installed: no chart written '
-        '(pip install matplotlib, or pip install variable_mgr[plot])')
+        "(pip install matplotlib, or pip install -e '.[plot]' in the "
+        'checkout)')
   return rows
