@@ -12,6 +12,13 @@ from variable_mgr.benchmark import compare
 from variable_mgr.benchmark import flags
 from variable_mgr.benchmark import local_run
 from variable_mgr.benchmark import run_config
+from variable_mgr.compat import major_version
+
+# How far a float16 run's loss may be from float32's after these few steps.
+# TensorFlow 1.15's CPU float16 matmul accumulates in float16 (Eigen): a
+# 784-term dot product of values in [-1, 1] is 2.8e-3 off float64 there,
+# 3.1e-4 on TensorFlow 2 (float32 accumulation), so its loss moves about 1%.
+FLOAT16_LOSS_RTOL = 1e-2 if major_version() >= 2 else 3e-2
 
 
 def test_efficiency_is_speedup_over_towers():
@@ -187,7 +194,7 @@ def test_compare_sweeps_option_sets(tmp_path, capsys):
   assert by[('replicated', 2, 'bpps2')]['final_loss'] != pytest.approx(
       by[('replicated', 2, 'plain')]['final_loss'], rel=1e-3)
   assert by[('replicated', 2, 'fp16_auto')]['final_loss'] == pytest.approx(
-      by[('replicated', 2, 'plain')]['final_loss'], rel=1e-2)
+      by[('replicated', 2, 'plain')]['final_loss'], rel=FLOAT16_LOSS_RTOL)
 
 
 def test_compare_writes_table_and_png(tmp_path, capsys):
