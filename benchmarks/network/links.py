@@ -1,0 +1,102 @@
+"""Measurements of the links themselves, on a network of the benchmark's
+namespaces: the goodput of a rate, the queueing delay behind a full
+stream, and the bridge ports' byte counters."""
+
+import json
+import sys
+import time
+
+
+GOODPUT_SECS = 2.0
+
+
+def measure_goodput(rate):
+  from variable_mgr.benchmark.cluster import netns  # pylint: disable=g-import-not-at-top
+  with netns.Network(2, rate) as network:
+    a, b = network.hosts
+    return [netns.goodput(a, b, GOODPUT_SECS), netns.goodput(b, a,
+                                                             GOODPUT_SECS)]
+
+
+_LISTENER = r'''
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(128)
+sys.stdout.write('ready\n'); sys.stdout.flush()
+time.sleep(float(sys.argv[3]))
+'''
+
+_CONNECTS = r'''
+import socket, statistics, sys, time
+times = []
+for _ in range(int(sys.argv[3])):
+  start = time.time()
+  socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10).close()
+  times.append(time.time() - start)
+  time.sleep(0.1)
+print(statistics.median(times))
+'''
+
+
+def queue_delay(rate, seconds=4.0, connects=8):
+  """(idle, loaded) median seconds of a TCP connect from host a to host
+  b of a 2-host network of `rate`: idle, and while a single stream fills
+  the a -> b direction (the SYN waits in a's tbf queue behind the stream's
+  data: the queueing delay a small message of a busy link meets)."""
+  from variable_mgr.benchmark.cluster import netns  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  with netns.Network(2, rate) as network:
+    a, b = network.hosts
+    listener = subprocess.Popen(
+        b.command([sys.executable, '-c', _LISTENER, b.address, '5202',
+                   str(3 * seconds + 20)]),
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        universal_newlines=True)
+    try:
+      listener.stdout.readline()
+      connect = a.command([sys.executable, '-c', _CONNECTS, b.address,
+                           '5202', str(connects)])
+      idle = float(netns.run(connect).strip())
+      receiver = subprocess.Popen(
+          b.command([sys.executable, '-c', netns._RECEIVER % {  # pylint: disable=protected-access
+              'timeout': seconds + 20}, b.address, '5201']),
+          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+          universal_newlines=True)
+      receiver.stdout.readline()
+      sender = subprocess.Popen(
+          a.command([sys.executable, '-c', netns._SENDER % {  # pylint: disable=protected-access
+              'timeout': seconds + 20}, b.address, '5201',
+                     str(seconds + 2.0)]),
+          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+      time.sleep(1.5)
+      loaded = float(netns.run(connect).strip())
+      sender.wait(seconds + 30)
+      receiver.communicate(timeout=seconds + 30)
+    finally:
+      for p in (listener,):
+        if p.poll() is None:
+          p.kill()
+          p.communicate()
+  return idle, loaded
+
+
+def port_bytes(network):
+  """{host index: (bytes the host sent, bytes it received)} from the
+  bridge ports' counters (one `ip -s -j link` in the switch namespace)."""
+  from variable_mgr.benchmark.cluster import netns  # pylint: disable=g-import-not-at-top
+  out = netns.run(['ip', '-n', network.switch, '-s', '-j', 'link', 'show'],
+                  check=False)
+  ports = {h.port_name: h.index for h in network.hosts}
+  counters = {}
+  try:
+    for link in json.loads(out or '[]'):
+      if link.get('ifname') in ports:
+        stats = link['stats64']
+        # The bridge port receives what the host sends.
+        counters[ports[link['ifname']]] = (stats['rx']['bytes'],
+                                           stats['tx']['bytes'])
+  except (ValueError, KeyError):
+    return {}
+  return counters

@@ -1,0 +1,188 @@
+"""The network benchmark's plan: its strategies and the kind of bound
+each meets, a cell, the full and quick plans, the goals, the order of a
+round and the steps of a cell (the script's docstring says why)."""
+
+import collections
+
+from variable_mgr.benchmark import measure
+
+
+BATCH = 8
+
+# label: (flags or the twin's name, kind of bound).
+STRATEGIES = collections.OrderedDict([
+    ('parameter_server', (['--variable_update', 'parameter_server'],
+                          'sync_ps')),
+    ('staged parameter_server', (['--variable_update', 'parameter_server',
+                                  '--staged_vars'], 'staged_ps')),
+    ('distributed_replicated', (['--variable_update',
+                                 'distributed_replicated'], 'sync_ps')),
+    ('asynchronous parameter_server', (['--variable_update',
+                                        'parameter_server',
+                                        '--cross_replica_sync=false'],
+                                       'async_ps')),
+    ('collective_all_reduce', (['--variable_update', 'collective_all_reduce'],
+                               'ring')),
+    ('MultiWorkerMirroredStrategy', ('mwms', 'ring')),
+    ('ParameterServerStrategy (v1, graph)', ('pss', 'async_ps')),
+])
+# Diagnostic variants, run only where a goal's cause is measured.
+NO_PROBE = 'asynchronous parameter_server, no peer probe'
+NO_PROBE_FLAG = '--no_peer_probe'
+NO_PROBE_SECS = 1e6
+DIAGNOSTICS = collections.OrderedDict([
+    (NO_PROBE, (STRATEGIES['asynchronous parameter_server'][0],
+                'async_ps')),
+])
+TWINS = collections.OrderedDict([
+    ('MultiWorkerMirroredStrategy', 'collective_all_reduce'),
+    ('ParameterServerStrategy (v1, graph)', 'asynchronous parameter_server'),
+])
+OWN = [s for s in STRATEGIES if s not in TWINS]
+PS_STRATEGIES = [s for s in OWN if STRATEGIES[s][1] != 'ring']
+PARTITION_MIN_BYTES = 1 << 20
+PARTITIONED = ', partitioned'
+
+Cell = collections.namedtuple('Cell', 'rate workload workers num_ps strategy')
+MBIT, GBIT = 200 * 10**6, 10**9
+
+
+def base(strategy):
+  return strategy.replace(PARTITIONED, '')
+
+
+def kind(strategy):
+  return dict(STRATEGIES, **DIAGNOSTICS)[base(strategy)][1]
+
+
+def num_ps_of(strategy, num_ps):
+  """MultiWorkerMirroredStrategy and collective_all_reduce run no PS task
+  of their own; collective_all_reduce still gets one (the benchmark's
+  cluster keeps its global step and queues on PS 0)."""
+  return 0 if strategy == 'MultiWorkerMirroredStrategy' else num_ps
+
+
+def layout(rate, workload, workers, num_ps, strategies):
+  return [Cell(rate, workload, workers, num_ps_of(s, num_ps), s)
+          for s in strategies]
+
+
+# The unshaped cells the bounds with c0 use (the synchronous PS's floor
+# needs none).
+UNSHAPED_1PS = ['staged parameter_server', 'asynchronous parameter_server',
+                'collective_all_reduce']
+UNSHAPED_2PS = ['parameter_server', 'staged parameter_server',
+                'asynchronous parameter_server']
+PSS = 'ParameterServerStrategy (v1, graph)'
+
+
+def full_cells():
+  """The full plan (the module's docstring says what it leaves out and
+  why). The goal's layout comes last: round 2 runs in the reverse order,
+  so a run cut short by --stop_by loses the other cells' second round
+  first."""
+  sync_staged_ring = ['parameter_server', 'staged parameter_server',
+                      'collective_all_reduce', 'MultiWorkerMirroredStrategy']
+  cells = layout(GBIT, 'resnet50_vars', 2, 1, sync_staged_ring)
+  cells += layout(GBIT, 'resnet50_vars', 2, 2, ['parameter_server'])
+  cells += layout(GBIT, 'lenet', 4, 1, sync_staged_ring)
+  cells += layout(GBIT, 'lenet', 2, 1, STRATEGIES)
+  cells += layout(GBIT, 'lenet', 2, 2, [
+      s + PARTITIONED for s in ('parameter_server',
+                                'staged parameter_server')])
+  cells += layout(MBIT, 'lenet', 4, 1, [
+      s for s in STRATEGIES if s not in ('distributed_replicated', PSS)])
+  cells += layout(MBIT, 'lenet', 4, 2, [
+      s + PARTITIONED for s in ('parameter_server',
+                                'staged parameter_server')])
+  cells += layout(None, 'lenet', 2, 1, UNSHAPED_1PS)
+  cells += layout(None, 'lenet', 2, 2, [s + PARTITIONED
+                                         for s in UNSHAPED_2PS])
+  cells += layout(MBIT, 'lenet', 2, 1, list(STRATEGIES) + [NO_PROBE])
+  cells += layout(MBIT, 'lenet', 2, 2, [s + PARTITIONED
+                                         for s in PS_STRATEGIES])
+  cells += layout(MBIT, 'lenet', 2, 2, ['parameter_server'])
+  return cells
+
+
+def quick_cells():
+  cells = layout(MBIT, 'lenet', 2, 1, STRATEGIES)
+  cells += layout(MBIT, 'lenet', 2, 2, [s + PARTITIONED
+                                         for s in PS_STRATEGIES])
+  cells += layout(MBIT, 'lenet', 2, 1, [NO_PROBE])
+  cells += layout(None, 'lenet', 2, 1, ['staged parameter_server',
+                                        'asynchronous parameter_server',
+                                        'collective_all_reduce'])
+  cells += layout(None, 'lenet', 2, 2, ['parameter_server' + PARTITIONED,
+                                        'staged parameter_server' +
+                                        PARTITIONED])
+  return cells
+
+
+FULL = dict(name='full', cells=full_cells, rounds=2,
+            steps={'lenet': 5, 'resnet50_vars': 3},
+            async_steps={'lenet': 10, 'resnet50_vars': 3},
+            warmup={'lenet': 1, 'resnet50_vars': 1})
+QUICK = dict(name='quick', cells=quick_cells, rounds=2,
+             steps={'lenet': 4}, async_steps={'lenet': 8},
+             warmup={'lenet': 1})
+
+GOAL_RATE, GOAL_WORKLOAD, GOAL_WORKERS = MBIT, 'lenet', 2
+GOALS = (
+    ('staged parameter_server', 'full_duplex', 1.15),
+    ('parameter_server', 'pull_then_push', 1.05),
+    ('distributed_replicated', 'pull_then_push', 1.05),
+    ('collective_all_reduce', 'ring', 1.10),
+    ('asynchronous parameter_server', 'full_duplex', 1.10),
+)
+TWO_PS_GOAL = 0.55
+BOUND_NAMES = collections.OrderedDict([
+    ('full_duplex', 'W x B_ps / R'), ('pull_then_push', '2 x W x B_ps / R'),
+    ('ring', '2(W-1)/W x B / R'), ('overlapped_sync', '(W+1) x B_ps / R'),
+    ('worker_link', 'worker link')])
+
+
+def round_order(cells, r, rounds):
+  """The order of round `r` (0-based) of `rounds`: odd rounds reversed,
+  every pair of rounds rotated by len / (number of pairs) more."""
+  order = list(cells)
+  if r % 2:
+    order.reverse()
+  shift = (r // 2) * len(order) // max(1, (rounds + 1) // 2)
+  return measure.rotated(order, shift) if order else order
+
+
+# Steps of about 40 ms: a hiccup of the shared machine would weigh on few.
+UNSHAPED_STEPS, UNSHAPED_WARMUP = 20, 3
+
+
+def cell_steps(plan, cell):
+  """Timed steps of `cell`: asynchronous cells get `async_steps` (their
+  workers drift in and out of phase: more steps average over it), unshaped
+  ones UNSHAPED_STEPS."""
+  if cell.rate is None:
+    return UNSHAPED_STEPS
+  if kind(cell.strategy) == 'async_ps':
+    return plan.get('async_steps', plan['steps'])[cell.workload]
+  return plan['steps'][cell.workload]
+
+
+def cell_warmup(plan, cell):
+  """Warm-up steps of `cell` (unshaped cells: UNSHAPED_WARMUP)."""
+  return UNSHAPED_WARMUP if cell.rate is None else plan['warmup'][
+      cell.workload]
+
+
+def task_count(cell):
+  return cell.num_ps + cell.workers
+
+
+def describe(cell):
+  from variable_mgr.benchmark.cluster import netns  # pylint: disable=g-import-not-at-top
+  return '%s, %s, %d workers, %d PS, %s' % (
+      netns.rate_text(cell.rate) if cell.rate else 'unshaped', cell.workload,
+      cell.workers, cell.num_ps, cell.strategy)
+
+
+def key(cell):
+  return '|'.join(str(x) for x in cell)
