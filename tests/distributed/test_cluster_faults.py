@@ -7,8 +7,11 @@ import signal
 import time
 
 import clusterlib
+from variable_mgr.benchmark.cluster import liveness
 
 OP_TIMEOUT = 5
+# A deadline that the survivors of a killed task must not wait for.
+LONG_OP_TIMEOUT = 60
 
 
 def _kill_mid_run(launch, victim, num_ps=1, sig=signal.SIGKILL):
@@ -55,6 +58,42 @@ def test_stopped_worker_is_named_by_every_survivor(launch):
 
 def test_killed_worker_is_named_by_every_survivor(launch):
   _kill_mid_run(launch, 'worker:1')
+
+
+def test_a_killed_worker_ends_the_cluster_within_seconds(launch):
+  """kill -9 of worker:1 while worker:0 waits for it at the step barrier on
+  the PS: its port refuses connections at once, so worker:0 (probing
+  during its blocked call) and the PS (serving on only until worker:0 has
+  exited) exit within seconds, each naming worker:1's process gone, not
+  after the --op_timeout_secs deadline (60s) as tasks that stopped
+  answering."""
+  cluster = launch(clusterlib.BASE_FLAGS + [
+      '--variable_update', 'parameter_server', '--num_ps', '1',
+      '--num_workers', '2', '--num_batches', '100000',
+      '--op_timeout_secs', str(LONG_OP_TIMEOUT)])
+  cluster.wait_for_line(r'^\[worker:1\] 2\t', step=2)
+  cluster.wait_for_line(r'^\[worker:0\] 2\t', step=2)
+  pids = cluster.tasks()
+  os.kill(pids['worker:1'], signal.SIGKILL)
+  killed_at = time.time()
+  # A third of the deadline: probes every PROBE_INTERVAL_SECS, the
+  # launcher's own exit, and a loaded machine fit well within it.
+  bound = LONG_OP_TIMEOUT / 3.0
+  assert cluster.finish(bound) == 1, cluster.output
+  elapsed = time.time() - killed_at
+  assert elapsed < bound, (elapsed, cluster.output)
+  clusterlib.assert_all_gone(cluster)
+  summary = [l for l in cluster.lines if l.startswith('launcher: error:')]
+  assert summary == [
+      'launcher: error: worker:1 failed first (killed by SIGKILL); ps:0: '
+      'exit status 1; worker:0: exit status 1'], cluster.output
+  address = cluster.address('worker:1')
+  for name in ('ps:0', 'worker:0'):
+    errors = [l for l in cluster.lines
+              if l.startswith('[%s] variable_mgr_benchmark: error:' % name)]
+    assert len(errors) == 1, cluster.output
+    assert ('dead task: worker:1 at %s (%s); ' % (address, liveness.GONE)
+            in errors[0]), errors[0]
 
 
 def test_killed_ps_is_named_by_every_survivor(launch):

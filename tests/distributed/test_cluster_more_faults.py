@@ -13,13 +13,16 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 
+from concurrent import futures
+
+import grpc
 import pytest
 import tensorflow as _tf
 
 import clusterlib
+from variable_mgr.benchmark.cluster import liveness
 
 tf = _tf.compat.v1
 
@@ -121,8 +124,8 @@ def test_dead_chief_under_collective_all_reduce(launch):
               if l.startswith('[%s] variable_mgr_benchmark: error:' % name)]
     assert len(errors) == 1, cluster.output
     # The PS may find worker:1 gone as well, once it noticed and exited.
-    assert re.search(r'dead tasks?: (\S+ at \S+ \([a-z ]+\), )?worker:0 at '
-                     r'127\.0\.0\.1:', errors[0]), errors[0]
+    assert re.search(r'dead tasks?: worker:0 at 127\.0\.0\.1:\d+ \(%s\)' %
+                     re.escape(liveness.GONE), errors[0]), errors[0]
 
 
 def test_tasks_exit_when_the_launcher_dies(launch):
@@ -144,30 +147,15 @@ def test_tasks_exit_when_the_launcher_dies(launch):
 # -- Tasks started one by one --------------------------------------------------
 
 
-def _answering_socket():
-  """A socket of 127.0.0.1 that answers a probe as a server would (a
-  SETTINGS frame for every connection) and does nothing else: it runs no
-  TensorFlow."""
-  sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-  sock.bind(('127.0.0.1', 0))
-  sock.listen(16)
-
-  def serve():
-    while True:
-      try:
-        connection, _ = sock.accept()
-      except OSError:  # Closed.
-        return
-      try:
-        connection.sendall(b'\x00\x00\x00\x04\x00\x00\x00\x00\x00')
-      except OSError:
-        pass
-      connection.close()
-
-  thread = threading.Thread(target=serve, name='answering-socket')
-  thread.daemon = True
-  thread.start()
-  return sock
+def _answering_server():
+  """A gRPC server of grpcio on 127.0.0.1 that answers a probe as a task's
+  server would and does nothing else: it runs no TensorFlow. Returns
+  (server, port)."""
+  server = grpc.server(futures.ThreadPoolExecutor(max_workers=1),
+                       options=[('grpc.so_reuseport', 0)])
+  port = server.add_insecure_port('127.0.0.1:0')
+  server.start()
+  return server, port
 
 
 def _closed_port():
@@ -273,9 +261,9 @@ def test_worker_gives_up_on_a_chief_that_never_initialises(tasks):
   """The chief's address answers but no chief runs there: worker 1,
   waiting for the variables, exits with status 1 once
   --startup_timeout_secs have passed, and says so."""
-  chief = _answering_socket()
+  chief, chief_port = _answering_server()
   try:
-    chief_host = '127.0.0.1:%d' % chief.getsockname()[1]
+    chief_host = '127.0.0.1:%d' % chief_port
     for _ in range(clusterlib.PORT_ATTEMPTS):
       ps_port, worker_port = _free_port(), _free_port()
       ps_hosts = ['127.0.0.1:%d' % ps_port]
@@ -291,7 +279,7 @@ def test_worker_gives_up_on_a_chief_that_never_initialises(tasks):
         raise AssertionError('the PS exited first:\n' + ps_output)
       break
   finally:
-    chief.close()
+    chief.stop(None)
   assert status == 1, output
   assert 'Waiting for the chief to initialise the variables' in output
   errors = [l for l in output.splitlines()

@@ -1,16 +1,27 @@
 """Liveness decisions without a cluster: what a probe finds, when a peer
 counts as dead, and when a task blames its own link rather than its peers.
 
-Probes go to sockets the test opens on 127.0.0.1 (a server that answers as
-gRPC does, one that never answers, a closed port), or `liveness.probe` is
-replaced by the results a test sets.
+Probes go to what the test opens on 127.0.0.1 (a gRPC server of grpcio,
+the same in a process the test stops with SIGSTOP, a socket that accepts
+and never answers, a closed port), or `liveness.probe` is replaced by the
+results a test sets.
 """
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 
+from concurrent import futures
+
+import grpc
 import pytest
+
+from variable_mgr.benchmark import exit_status
+from variable_mgr.benchmark.cluster import deadline
 
 from variable_mgr.benchmark.cluster import liveness
 from variable_mgr.benchmark.cluster import task_spec
@@ -24,35 +35,37 @@ SPEC = task_spec.TaskSpec('worker', 1, ['10.77.0.1:2222'],
                           ['10.77.0.2:2222', '10.77.0.3:2222'])
 
 
+def _grpc_server():
+  """A started gRPC server of grpcio on 127.0.0.1 (no service: a probe asks
+  only whether a server answers); returns (server, address)."""
+  server = grpc.server(futures.ThreadPoolExecutor(max_workers=1),
+                       options=[('grpc.so_reuseport', 0)])
+  port = server.add_insecure_port('127.0.0.1:0')
+  server.start()
+  return server, '127.0.0.1:%d' % port
+
+
 @pytest.fixture
 def listener():
-  """`listener(answer)`: the address of a socket on 127.0.0.1 that accepts
-  and, when `answer`, sends a 9-byte frame as a gRPC server does."""
+  """`listener(answer)`: the address of a gRPC server on 127.0.0.1 when
+  `answer`, else of a socket that accepts connections and never answers."""
+  servers = []
   sockets = []
 
   def make(answer):
-    server = socket.socket()
-    server.bind(('127.0.0.1', 0))
-    server.listen(4)
-    sockets.append(server)
-
-    def serve():
-      while True:
-        try:
-          conn, _ = server.accept()
-        except OSError:
-          return
-        sockets.append(conn)
-        if answer:
-          conn.recv(64)
-          conn.sendall(b'\x00' * 9)
-
-    thread = threading.Thread(target=serve)
-    thread.daemon = True
-    thread.start()
-    return '127.0.0.1:%d' % server.getsockname()[1]
+    if answer:
+      server, address = _grpc_server()
+      servers.append(server)
+      return address
+    sock = socket.socket()
+    sock.bind(('127.0.0.1', 0))
+    sock.listen(4)
+    sockets.append(sock)
+    return '127.0.0.1:%d' % sock.getsockname()[1]
 
   yield make
+  for server in servers:
+    server.stop(None)
   for sock in sockets:
     sock.close()
 
@@ -73,6 +86,9 @@ def test_probe_tells_answered_refused_and_silent(listener):
   assert 0.25 < time.time() - start < 3.0
   assert liveness.reachable(listener(True))
   assert not liveness.reachable(_closed_port())
+  # The kernel's answer alone: a silent socket connects.
+  assert liveness.connect(listener(False)) == liveness.CONNECTED
+  assert liveness.connect(_closed_port()) == REFUSED
 
 
 def test_probe_of_an_address_without_a_route_is_unreachable(monkeypatch):
@@ -104,8 +120,8 @@ def test_own_link_down_decision(found, down):
 
 
 def _fake_probes(monkeypatch, results):
-  """`liveness.probe` returns results[address]; returns the probed
-  addresses, in order."""
+  """`liveness.probe` returns results[address], and `liveness.connect`
+  what it implies; returns the probed addresses, in order."""
   probed = []
 
   def probe(address, *args):
@@ -113,7 +129,12 @@ def _fake_probes(monkeypatch, results):
     probed.append(address)
     return results[address]
 
+  def connect(address, *args):
+    found = probe(address, *args)
+    return liveness.CONNECTED if found in (ANSWERED, SILENT) else found
+
   monkeypatch.setattr(liveness, 'probe', probe)
+  monkeypatch.setattr(liveness, 'connect', connect)
   return probed
 
 
@@ -191,7 +212,8 @@ def test_patience_spares_a_silent_peer_not_a_refused_one(monkeypatch):
   results['10.77.0.2:2222'] = REFUSED
   now[0] += 0.1
   assert monitor.dead(tasks, patience=5.0) == [
-      ('worker:0', '10.77.0.2:2222', 'stopped answering')]
+      ('worker:0', '10.77.0.2:2222',
+       'its process is gone: its port refuses connections')]
   # A peer that said it finished is not dead.
   assert monitor.dead(tasks, lambda name: name == 'worker:0', 5.0) == []
 
@@ -202,25 +224,7 @@ def test_watcher_probes_beside_the_steps_and_raises_between_them(
   passes and never waits for a probe; once the peer's port is closed, the
   next `check()` raises naming it."""
   monkeypatch.setattr(liveness, 'PROBE_INTERVAL_SECS', 0.05)
-  peer = socket.socket()
-  peer.bind(('127.0.0.1', 0))
-  peer.listen(4)
-  address = '127.0.0.1:%d' % peer.getsockname()[1]
-  stop = threading.Event()
-
-  def answer():
-    while not stop.is_set():
-      try:
-        conn, _ = peer.accept()
-      except OSError:
-        return
-      conn.recv(64)
-      conn.sendall(b'\x00' * 9)
-      conn.close()
-
-  thread = threading.Thread(target=answer)
-  thread.daemon = True
-  thread.start()
+  peer, address = _grpc_server()
   spec = task_spec.TaskSpec('worker', 1, [listener(True)],
                             [address, '127.0.0.1:1'])
   monitor = liveness.Monitor(spec, 10.0)
@@ -235,16 +239,15 @@ def test_watcher_probes_beside_the_steps_and_raises_between_them(
       assert time.time() - start < 0.01
       time.sleep(0.01)
     assert 'worker:0' in monitor.seen
-    stop.set()
-    peer.close()
+    peer.stop(None)
     end = time.time() + 5.0
     with pytest.raises(liveness.TaskFailedError) as e:
       while time.time() < end:
         watcher.check()
         time.sleep(0.02)
     assert str(e.value).startswith(
-        'dead task: worker:0 at %s (stopped answering); it never said it '
-        'finished.' % address), str(e.value)
+        'dead task: worker:0 at %s (%s); it never said it finished.' % (
+            address, liveness.GONE)), str(e.value)
   finally:
     watcher.stop()
 
@@ -272,3 +275,185 @@ def test_watcher_takes_a_peer_that_said_it_started_as_seen(monkeypatch):
         assert 'worker:0' not in monitor.seen
     finally:
       watcher.stop()
+
+
+_SERVING = '''
+import sys, time
+from concurrent import futures
+import grpc
+server = grpc.server(futures.ThreadPoolExecutor(max_workers=1),
+                     options=[('grpc.so_reuseport', 0)])
+print(server.add_insecure_port('127.0.0.1:0'), flush=True)
+server.start()
+time.sleep(600)
+'''
+
+
+def test_probe_tells_a_stopped_server_from_a_running_one():
+  """A process serving gRPC answers; stopped (SIGSTOP) its port still
+  accepts TCP connections but it is SILENT; continued it answers again;
+  killed its port refuses."""
+  process = subprocess.Popen([sys.executable, '-c', _SERVING],
+                             stdout=subprocess.PIPE, universal_newlines=True)
+  try:
+    address = '127.0.0.1:%d' % int(process.stdout.readline())
+    assert liveness.probe(address) == ANSWERED
+    os.kill(process.pid, signal.SIGSTOP)
+    socket.create_connection(('127.0.0.1', int(address.split(':')[1])),
+                             timeout=1.0).close()
+    start = time.time()
+    assert liveness.probe(address, answer_timeout=1.0) == SILENT
+    assert 0.9 < time.time() - start < 3.0
+    os.kill(process.pid, signal.SIGCONT)
+    assert liveness.probe(address) == ANSWERED
+    process.kill()
+    process.wait()
+    assert liveness.probe(address) == REFUSED
+  finally:
+    if process.poll() is None:
+      os.kill(process.pid, signal.SIGCONT)
+    process.kill()
+    process.wait()
+    process.stdout.close()
+
+
+def test_gone_names_only_a_refused_peer_that_answered_once(monkeypatch):
+  """`Monitor.gone`: a peer seen once whose port refuses is gone (dead at
+  once, named as such) unless it said it finished; one never seen, a
+  silent one and an unreachable one are left to the caller's deadline."""
+  spec = task_spec.TaskSpec('worker', 0, ['10.77.0.1:2222'],
+                            ['10.77.0.2:2222', '10.77.0.3:2222',
+                             '10.77.0.4:2222', '10.77.0.5:2222'])
+  _fake_probes(monkeypatch, {'10.77.0.1:2222': SILENT,
+                             '10.77.0.3:2222': REFUSED,
+                             '10.77.0.4:2222': REFUSED,
+                             '10.77.0.5:2222': UNREACHABLE})
+  monitor = liveness.Monitor(spec, 10.0)
+  monitor.seen.update(['ps:0', 'worker:1', 'worker:3'])  # Not worker:2.
+  assert monitor.gone(monitor.others()) == [
+      ('worker:1', '10.77.0.3:2222', liveness.GONE)]
+  assert monitor.gone(monitor.others(), lambda name: name == 'worker:1') == []
+
+
+class _FakeTf(object):
+  """The part of TensorFlow a DeadlineCaller uses."""
+
+  class errors(object):  # pylint: disable=invalid-name
+    class OpError(Exception):
+      pass
+
+    class DeadlineExceededError(OpError):
+      pass
+
+  @staticmethod
+  def RunOptions(timeout_in_ms):  # pylint: disable=invalid-name
+    return timeout_in_ms
+
+
+class _BlockedSession(object):
+  """`run` blocks until `release` is set or its timeout has passed."""
+
+  def __init__(self):
+    self.release = threading.Event()
+
+  def run(self, fetches, feed_dict=None, options=None):
+    del fetches, feed_dict
+    if not self.release.wait(options / 1000.0):
+      raise _FakeTf.errors.DeadlineExceededError('Timed out')
+    return 'released'
+
+
+def _ended_tasks(monkeypatch, session):
+  """Replaces the process exit of the deadline watchdog: records the
+  error line, releases `session`; returns the recorded lines."""
+  lines = []
+  monkeypatch.setattr(deadline.exit_status, 'fail',
+                      lambda message, status: lines.append(str(message)))
+
+  def exit_task(status):
+    assert status == exit_status.FAILURE
+    session.release.set()
+    # The process would end here: the (daemon) watchdog thread stops.
+    threading.Event().wait()
+
+  monkeypatch.setattr(deadline.exit_status, 'exit_task', exit_task)
+  return lines
+
+
+@pytest.mark.parametrize('peer', [REFUSED, SILENT])
+def test_a_call_blocked_on_a_gone_peer_ends_at_once(monkeypatch, peer):
+  """A worker's call blocked (a barrier) while a peer that answered once
+  now refuses connections: the watchdog ends the task within a few probe
+  intervals, naming the peer gone, long before the call's deadline; a
+  silent peer is left to the deadline."""
+  liveness.set_train_dir(None)
+  _fake_probes(monkeypatch, {'10.77.0.1:2222': ANSWERED,
+                             '10.77.0.2:2222': ANSWERED,
+                             '10.77.0.3:2222': peer})
+  spec = task_spec.TaskSpec('worker', 0, ['10.77.0.1:2222'],
+                            ['10.77.0.2:2222', '10.77.0.3:2222'])
+  monitor = liveness.Monitor(spec, 10.0)
+  monitor.seen.update(['ps:0', 'worker:1'])
+  session = _BlockedSession()
+  lines = _ended_tasks(monkeypatch, session)
+  call = deadline.DeadlineCaller(_FakeTf, session, monitor, 4.0,
+                                 lambda name: False, probe_peers=True)
+  start = time.time()
+  if peer == REFUSED:
+    assert call('step', 'running step 3') == 'released'
+    assert time.time() - start < 2 * liveness.PROBE_INTERVAL_SECS + 1.0
+    assert lines == [
+        'dead task: worker:1 at 10.77.0.3:2222 (its process is gone: its port '
+        'refuses connections); this task (worker:0) was running step 3. '
+        'Every task of a cluster is needed: restart the cluster.']
+  else:
+    with pytest.raises(liveness.TaskFailedError) as e:
+      call('step', 'running step 3')
+    assert time.time() - start >= 4.0
+    assert lines == []
+    assert str(e.value).startswith(
+        'dead task: worker:1 at 10.77.0.3:2222 (stopped answering); this '
+        'task (worker:0) got DeadlineExceededError while running step 3'
+    ), str(e.value)
+
+
+def test_a_call_that_says_finished_or_a_ps_call_probes_no_peer(monkeypatch):
+  """No probes during a call made with probe_peers=False (the call that
+  tells the PS tasks this worker finished), nor from a caller made
+  without probe_peers (a PS's)."""
+  probed = _fake_probes(monkeypatch, {'10.77.0.1:2222': REFUSED,
+                                      '10.77.0.2:2222': REFUSED,
+                                      '10.77.0.3:2222': REFUSED})
+  spec = task_spec.TaskSpec('worker', 0, ['10.77.0.1:2222'],
+                            ['10.77.0.2:2222', '10.77.0.3:2222'])
+  monitor = liveness.Monitor(spec, 10.0)
+  monitor.seen.update(['ps:0', 'worker:1'])
+  for caller_probes, call_probes in ((True, False), (False, True)):
+    session = _BlockedSession()
+    lines = _ended_tasks(monkeypatch, session)
+    call = deadline.DeadlineCaller(_FakeTf, session, monitor, 60.0,
+                                   lambda name: False, caller_probes)
+    timer = threading.Timer(3 * liveness.PROBE_INTERVAL_SECS,
+                            session.release.set)
+    timer.start()
+    assert call('done', 'telling the PS tasks this worker finished',
+                probe_peers=call_probes) == 'released'
+    assert lines == [] and probed == []
+
+
+def test_a_ps_serves_on_until_the_other_workers_exit():
+  """`ps_task.serve_until_gone`: while one of the workers still listens it
+  serves the whole linger; once every one refuses, it returns at once."""
+  from variable_mgr.benchmark.cluster import ps_task  # pylint: disable=g-import-not-at-top
+  server, address = _grpc_server()
+  workers = [('worker', 0, address), ('worker', 1, _closed_port())]
+  try:
+    start = time.time()
+    assert not ps_task.serve_until_gone(workers, 1.5)
+    assert 1.4 < time.time() - start < 3.0
+  finally:
+    server.stop(None)
+  start = time.time()
+  assert ps_task.serve_until_gone(workers, 60.0)
+  assert time.time() - start < 2.0
+  assert ps_task.serve_until_gone([], 60.0)

@@ -4,6 +4,15 @@ Every session call of a task has a deadline (`--op_timeout_secs`, through
 `ConfigProto.operation_timeout_in_ms` and `RunOptions.timeout_in_ms`). When
 a call fails or times out, the task probes every other task (see
 `liveness`): the error names the dead task when there is one.
+
+A worker's call can block on a peer that died: a synchronous step waits at
+a barrier for every worker, a collective for every member, and such a call
+returns only at its deadline. So while a worker's call is open longer than
+PROBE_INTERVAL_SECS, its watchdog probes the other tasks every
+PROBE_INTERVAL_SECS; a task that answered once and whose port now refuses
+connections (its process is gone: `Monitor.gone`) ends this task at once,
+naming it. A task that is silent (stopped, cut off, behind a full link) is
+left to the call's deadline, as it may come back.
 """
 
 import threading
@@ -26,24 +35,45 @@ class DeadlineCaller(object):
   A watchdog thread backs the deadline up: a call that outlives it by
   WATCHDOG_MARGIN_SECS ends the process with the same error (a call to a PS
   killed mid-step does not always return at its RunOptions deadline).
+  With `probe_peers` (workers) it also probes the other tasks during a long
+  call, and ends the process as soon as one is gone.
+
+  Args:
+    tf: the TensorFlow module (tf.compat.v1).
+    sess: the task's session.
+    monitor: the task's `liveness.Monitor`.
+    timeout_secs: a call's deadline (--op_timeout_secs).
+    finished: `finished(name)` says whether a worker ended normally.
+    probe_peers: probe the other tasks during a call open longer than
+      PROBE_INTERVAL_SECS (a PS's calls run on its own server alone).
   """
 
-  def __init__(self, tf, sess, monitor, timeout_secs, finished=None):
+  def __init__(self, tf, sess, monitor, timeout_secs, finished=None,
+               probe_peers=False):
     self.tf = tf
     self.sess = sess
     self.monitor = monitor
     self.timeout_secs = timeout_secs
     self.finished = finished
-    self._pending = None  # (give-up time, what, timeout) of the open call.
+    self.probe_peers = probe_peers
+    # (give-up time, what, timeout, start time, probe peers) of the open
+    # call.
+    self._pending = None
     watchdog = threading.Thread(target=self._watch, name='call-watchdog')
     watchdog.daemon = True
     watchdog.start()
 
-  def __call__(self, fetches, what, timeout_secs=None, feed=None):
+  def __call__(self, fetches, what, timeout_secs=None, feed=None,
+               probe_peers=True):
+    """`sess.run(fetches)`; `what` says what the call does, for the errors.
+    `probe_peers=False`: no probes during this call even with the
+    caller's `probe_peers` (the call that tells the PS tasks this worker
+    finished lets them exit before it returns)."""
     timeout = self.timeout_secs if timeout_secs is None else timeout_secs
     options = self.tf.RunOptions(timeout_in_ms=int(timeout * 1000))
-    self._pending = (time.time() + timeout + WATCHDOG_MARGIN_SECS, what,
-                     timeout)
+    now = time.time()
+    self._pending = (now + timeout + WATCHDOG_MARGIN_SECS, what, timeout,
+                     now, self.probe_peers and probe_peers)
     try:
       return self.sess.run(fetches, feed_dict=feed, options=options)
     except self.tf.errors.OpError as e:
@@ -56,16 +86,32 @@ class DeadlineCaller(object):
       self._pending = None
 
   def _watch(self):
+    next_probe = 0.0
     while True:
       time.sleep(0.25)
       pending = self._pending
-      if pending is None or time.time() < pending[0]:
+      if pending is None:
         continue
-      _, what, timeout = pending
-      error = self.describe('the call did not return while %s' % what,
-                            True, timeout)
-      exit_status.fail(error, exit_status.FAILURE)
-      exit_status.exit_task(exit_status.FAILURE)
+      give_up, what, timeout, start, probe_peers = pending
+      now = time.time()
+      if now >= give_up:
+        self._end(self.describe('the call did not return while %s' % what,
+                                True, timeout))
+      if (probe_peers and now - start >= liveness.PROBE_INTERVAL_SECS and
+          now >= next_probe):
+        next_probe = now + liveness.PROBE_INTERVAL_SECS
+        gone = (self.monitor.gone(self.monitor.others(('ps',))) +
+                self.monitor.gone(self.monitor.others(('worker',)),
+                                  self.finished))
+        # A call that failed meanwhile names the dead task itself.
+        if gone and self._pending is pending:
+          self._end(self.monitor.failure(gone, 'this task (%s) was %s' % (
+              self.monitor.spec.name, what)))
+
+  @staticmethod
+  def _end(error):
+    exit_status.fail(error, exit_status.FAILURE)
+    exit_status.exit_task(exit_status.FAILURE)
 
   def explain(self, error, what, timeout):
     summary = '%s while %s: %s' % (type(error).__name__, what,

@@ -8,9 +8,10 @@ does is dead, unless it said it finished: at once when its host refuses the
 connection (its process is gone), after `--op_timeout_secs` without an
 answer for tasks that probe all along (PS tasks, asynchronous workers: see
 `Monitor.dead`). A task that finds another dead raises `TaskFailedError`,
-which names the dead task, and exits with status 1: so when a task dies,
-every other task exits non-zero within about `--op_timeout_secs` plus a
-probe interval (twice that for a PS that waits for a stopped worker).
+which names the dead task, and exits with status 1. A worker blocked in a
+call on a peer probes while it waits (see `deadline`), so when a task's
+process is gone every other task exits within seconds; when it is stopped
+or cut off, within about `--op_timeout_secs` plus a probe interval.
 
 A task that reaches none of two or more other tasks, not even a refusal,
 says that its own link or network looks down, naming its own address,
@@ -24,11 +25,29 @@ step), and the worker raises its verdict between steps.
 While a task waits for others to come up it says so every
 WAIT_REPORT_SECS: which tasks, at which address, for how long, and when it
 gives up.
+
+How a probe asks (`probe`): a TCP connection first, then grpcio's
+connectivity API (`grpc.channel_ready_future`). The connection gives the
+kernel's answer, which tells a refusal (no process listens: dead at once)
+from no connection at all (a timeout, no route: maybe this task's own
+link); grpcio's states do not (both are TRANSIENT_FAILURE, or CONNECTING
+for a connect that times out). The channel then asks whether a server runs
+there: it is READY once the server has answered the HTTP/2 handshake,
+which a stopped (SIGSTOP) or hung process, whose listening socket the
+kernel still completes, never does (its channel stays CONNECTING until
+the timeout: checked with grpcio 1.62 and 1.85 against TensorFlow 1.15's
+and 2.21's servers). Each probe opens a channel of its own (and closes it
+a moment later): a channel that stays open keeps its connection READY
+while the process behind it is stopped. A channel whose connection fails
+outright (TRANSIENT_FAILURE: refused or reset, as when a process exits
+under the probe) ends the wait at once, and the kernel is asked again.
 """
 
 import socket
 import threading
 import time
+
+import grpc
 
 from variable_mgr.benchmark.cluster import task_spec
 
@@ -64,25 +83,49 @@ class TaskFailedError(RuntimeError):
     self.dead_tasks = list(dead_tasks)
 
 
-# A client's HTTP/2 connection preface and an empty SETTINGS frame: a gRPC
-# server (TensorFlow's speaks HTTP/2 in the clear) answers with a SETTINGS
-# frame of its own.
-HTTP2_PREFACE = (b'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n' +
-                 b'\x00\x00\x00\x04\x00\x00\x00\x00\x00')
-# How long a probe waits for that answer once connected: long enough for a
-# task on a loaded machine or behind a slow, full link.
+# How long a probe waits for the server's answer once connected: long
+# enough for a task on a loaded machine or behind a slow, full link.
 ANSWER_TIMEOUT_SECS = 3.0
+# The probe's channel: its own connection (no subchannel shared with
+# another channel to the same address), and straight to the address even
+# when http_proxy is set.
+CHANNEL_OPTIONS = (('grpc.use_local_subchannel_pool', 1),
+                   ('grpc.enable_http_proxy', 0))
+# How long after a probe its channel is closed (see `serving`).
+CHANNEL_CLOSE_DELAY_SECS = 1.0
 
 
 # What a probe of a task's address found (see `probe`).
 ANSWERED = 'answered'
 # Its host answered and no process listens: the task is gone.
 REFUSED = 'refused'
-# Connected, but no server's answer: the process is stopped or hung.
+# Connected, but no server answered: the process is stopped or hung.
 SILENT = 'silent'
 # No connection at all (a timeout, no route): its host or the network
 # between, this task's own link included, is down.
 UNREACHABLE = 'unreachable'
+
+
+# Why `Monitor.dead` names a task that answered once.
+GONE = 'its process is gone: its port refuses connections'
+STOPPED_ANSWERING = 'stopped answering'
+
+
+# What `connect` found when a connection was made.
+CONNECTED = 'connected'
+
+
+def connect(address, timeout=CONNECT_TIMEOUT_SECS):
+  """The kernel's answer at 'host:port': CONNECTED, REFUSED (no process
+  listens) or UNREACHABLE (no connection at all)."""
+  host, port = task_spec.split_address(address)
+  try:
+    socket.create_connection((host, port), timeout=timeout).close()
+  except ConnectionRefusedError:
+    return REFUSED
+  except (OSError, socket.timeout):
+    return UNREACHABLE
+  return CONNECTED
 
 
 def probe(address, timeout=CONNECT_TIMEOUT_SECS,
@@ -90,25 +133,56 @@ def probe(address, timeout=CONNECT_TIMEOUT_SECS,
   """What answers at 'host:port': ANSWERED, REFUSED, SILENT or UNREACHABLE.
 
   A TCP connection is not enough: the kernel completes the handshake of a
-  listening socket whose process is stopped (SIGSTOP) or hung, so the probe
-  also sends HTTP/2's connection preface and waits for the server's first
-  frame, which only a running process sends.
+  listening socket whose process is stopped (SIGSTOP) or hung, so once
+  connected the probe also asks grpcio whether a server answers there
+  (`serving`), which only a running process does. When grpcio's own
+  connection failed outright (a process exiting under the probe), the
+  kernel is asked again: a refusal now means the process is gone.
   """
-  host, port = task_spec.split_address(address)
-  try:
-    sock = socket.create_connection((host, port), timeout=timeout)
-  except ConnectionRefusedError:
+  found = connect(address, timeout)
+  if found != CONNECTED:
+    return found
+  answer = serving(address, answer_timeout)
+  if answer is None and connect(address, timeout) == REFUSED:
     return REFUSED
-  except (OSError, socket.timeout):
-    return UNREACHABLE
+  return ANSWERED if answer else SILENT
+
+
+def serving(address, timeout=ANSWER_TIMEOUT_SECS):
+  """Whether a gRPC server answers at 'host:port' within `timeout` seconds.
+
+  Returns:
+    True once grpcio's channel to it is READY (`channel_ready_future`);
+    None as soon as the channel's connection failed (TRANSIENT_FAILURE:
+    refused or reset, not a server that is slow or stopped: those keep it
+    CONNECTING); False when neither happened within `timeout`.
+  """
+  channel = grpc.insecure_channel(address, options=list(CHANNEL_OPTIONS))
+  settled = threading.Event()
+  failed = []
+
+  def watch(state):
+    if state == grpc.ChannelConnectivity.TRANSIENT_FAILURE:
+      failed.append(state)
+      settled.set()
+
+  channel.subscribe(watch, try_to_connect=True)
+  ready = grpc.channel_ready_future(channel)
+  ready.add_done_callback(lambda unused_future: settled.set())
   try:
-    sock.settimeout(answer_timeout)
-    sock.sendall(HTTP2_PREFACE)
-    return ANSWERED if sock.recv(9) else SILENT
-  except (OSError, socket.timeout):
-    return SILENT
+    settled.wait(timeout)
+    if ready.done() and not ready.cancelled():
+      return True
+    return None if failed else False
   finally:
-    sock.close()
+    ready.cancel()
+    channel.unsubscribe(watch)
+    # grpcio's thread that polls the channel's state stops within its
+    # 0.2s poll once nothing is subscribed; a channel closed under it
+    # makes it raise ("Channel closed!", seen with grpcio 1.62).
+    closer = threading.Timer(CHANNEL_CLOSE_DELAY_SECS, channel.close)
+    closer.daemon = True
+    closer.start()
 
 
 def reachable(address, timeout=CONNECT_TIMEOUT_SECS,
@@ -192,7 +266,9 @@ class Monitor(object):
       self.answered.setdefault(name, time.time() if when is None else when)
 
   def dead(self, tasks, finished=None, patience=0.0):
-    """[(name, address, why)] of the dead among `tasks`.
+    """[(name, address, why)] of the dead among `tasks`; `why` of a task
+    that answered once is GONE when its port refuses connections, else
+    STOPPED_ANSWERING.
 
     Args:
       tasks: [(job, index, address)].
@@ -219,13 +295,33 @@ class Monitor(object):
           continue
         if finished is not None and finished(name):
           continue
-        result.append((name, address, 'stopped answering'))
+        result.append((name, address,
+                       GONE if found == REFUSED else STOPPED_ANSWERING))
       elif time.time() - self.started > self.startup_timeout:
         result.append((name, address, 'never came up within %gs' %
                        self.startup_timeout))
       else:
         waiting.append((name, address))
     self.report_waiting(waiting)
+    return result
+
+  def gone(self, tasks, finished=None):
+    """[(name, address, GONE)] of the tasks among `tasks` ([(job, index,
+    address)]) that answered once and whose port now refuses connections:
+    their process is gone, so they are dead at once, unless
+    `finished(name)` says they ended normally. Silent or unreachable tasks
+    are left to the caller's deadline."""
+    result = []
+    for job, i, address in tasks:
+      name = task_spec.task_name(job, i)
+      # The kernel's refusal is the whole answer: no need to wait for a
+      # server's.
+      if name not in self.seen or connect(address) != REFUSED:
+        continue
+      self.found[name] = (time.time(), REFUSED)
+      if finished is not None and finished(name):
+        continue
+      result.append((name, address, GONE))
     return result
 
   def failure(self, dead, context):
@@ -315,9 +411,9 @@ class Watcher(object):
   a peer it does not wait for. Between steps is still when the verdict is
   acted on: a peer's death does not hold up this worker's step (it fails
   by itself, naming the PS, if the PS is what died), and the PS serves on
-  --op_timeout_secs after it found a worker dead, longer than any step
-  can take, so this worker names the dead peer, not the PS that stopped
-  because of it.
+  after it found a worker dead until the other workers have exited (for
+  at most --op_timeout_secs, longer than any step can take), so this
+  worker names the dead peer, not the PS that stopped because of it.
 
   `started()`, when given, names the peers that said they came up (their
   `started` token on PS 0): they count as seen from then on, so a peer that

@@ -5,6 +5,11 @@ Worker k puts a token into the queue `done_worker_k` on every PS task
 sizes of its queues and returns once all are full. Between polls it probes
 the other tasks: a worker that died before it finished, or another PS task
 that stopped first, ends this task with a TaskFailedError.
+
+A PS that found a worker dead serves on until every other worker has
+exited (each finds the dead one itself: see `deadline`), for at most
+--op_timeout_secs plus a probe interval: a worker blocked on this PS must
+name the dead worker, not this PS gone.
 """
 
 import time
@@ -18,9 +23,25 @@ from variable_mgr.compat import tf
 
 
 def stopping_line(name, linger, error):
-  """What a PS prints when it found a dead worker and serves on `linger`
-  seconds before it raises `error`."""
+  """What a PS prints when it found a dead worker and serves on, for at
+  most `linger` seconds, before it raises `error`."""
   return '%s: stopping in %gs: %s' % (name, linger, error)
+
+
+def serve_until_gone(workers, linger):
+  """Returns once every task of `workers` ([(job, index, address)]) refuses
+  connections (its process exited), or after `linger` seconds; returns
+  whether they all did."""
+  end = time.time() + linger
+  while True:
+    running = [t for t in workers
+               if liveness.connect(t[2]) != liveness.REFUSED]
+    if not running:
+      return True
+    if time.time() + liveness.PROBE_INTERVAL_SECS > end:
+      time.sleep(max(0.0, end - time.time()))
+      return False
+    time.sleep(liveness.PROBE_INTERVAL_SECS)
 
 
 def run_ps(spec, options, log=print):
@@ -82,10 +103,15 @@ def run_ps(spec, options, log=print):
                           patience)
       if dead:
         # Serve a while longer: workers blocked on this PS (a barrier) must
-        # find the dead worker when their call times out, not this PS gone.
+        # find the dead worker (at once when its process is gone, else when
+        # their call times out), not this PS gone.
         error = monitor.failure(dead, 'it never said it finished')
         linger = options.op_timeout_secs + liveness.PROBE_INTERVAL_SECS
         log(stopping_line(spec.name, linger, error))
-        time.sleep(linger)
+        named = set(d[0] for d in dead)
+        others = [t for t in workers
+                  if task_spec.task_name(t[0], t[1]) not in named]
+        if serve_until_gone(others, linger) and others:
+          log('%s: every other worker has exited: stopping now' % spec.name)
         raise error
       time.sleep(liveness.PROBE_INTERVAL_SECS)

@@ -133,7 +133,7 @@ def run_worker(spec, config, options, log=print):
             if v]
 
   call = deadline.DeadlineCaller(tf, sess, monitor, options.op_timeout_secs,
-                                 finished)
+                                 finished, probe_peers=True)
   call(g.started_op, 'telling the PS tasks this worker started')
   restored_from = None
   # The graph is the default so that the Saver runs graph ops, not eager
@@ -236,7 +236,8 @@ def run_worker(spec, config, options, log=print):
     global_step = int(call(g.global_step, 'reading the global step'))
     if g.saver is not None:
       _save(call, g, sess, config.train_dir, log)
-    call(g.done_op, 'telling the PS tasks this worker finished')
+    call(g.done_op, 'telling the PS tasks this worker finished',
+         probe_peers=False)
   sess.close()
 
   images_per_sec = output.report_throughput(global_batch, step_times,
