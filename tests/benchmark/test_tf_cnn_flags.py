@@ -5,11 +5,11 @@ and the optimizer and learning-rate flags with their refusals.
 Parsing imports no TensorFlow; only the last test runs the command.
 """
 
-import argparse
-
 import pytest
 
 from variable_mgr.benchmark import cli
+from variable_mgr.benchmark import flag_table
+from variable_mgr.benchmark import flag_text
 from variable_mgr.benchmark import flags
 from variable_mgr.benchmark import run_config
 
@@ -27,11 +27,10 @@ def _refused(argv):
 
 
 def _parser_only(argv):
-  """The parser's namespace without the cross-checks (every form of every
-  flag, whatever the combination)."""
-  parser = flags.build_parser()
-  rewritten, names, _ = flags._rewrite_argv(argv, parser)  # pylint: disable=protected-access
-  return parser.parse_args(rewritten), names
+  """The parsed flags without the cross-checks (every form of every flag,
+  whatever the combination), and how each was typed."""
+  args = flags.parse_flags(argv)
+  return args, args.typed_names
 
 
 # -- Renamed flags: tf_cnn_benchmarks' name and the old one ----------------
@@ -69,7 +68,7 @@ def test_the_initial_rate_under_both_names(name):
 def test_defaults_name_tf_cnn_benchmarks_flags():
   args = _parse([])
   assert args.seed == 1234 and args.learning_rate is None
-  assert flags._value(args, 'seed') == '--tf_random_seed=1234'  # pylint: disable=protected-access
+  assert flag_text.value(args, 'seed') == '--tf_random_seed=1234'
   help_text = ' '.join(flags.build_parser().format_help().split())
   assert '--tf_random_seed' in help_text and '(also --seed)' in help_text
   assert '(also --learning_rate)' in help_text
@@ -89,9 +88,7 @@ def test_defaults_name_tf_cnn_benchmarks_flags():
 
 
 def _boolean_flags():
-  parser = flags.build_parser()
-  return sorted(set(a.dest for a in parser._actions  # pylint: disable=protected-access
-                    if getattr(a, 'boolean', False)))
+  return sorted(d.dest for d in flag_table.definitions() if d.boolean)
 
 
 def test_the_boolean_flags():
@@ -150,8 +147,8 @@ def test_no_forms_on_the_command_line():
 
 
 def _ours():
-  return set(o[2:] for a in flags.build_parser()._actions  # pylint: disable=protected-access
-             for o in a.option_strings if o.startswith('--'))
+  return set(n for d in flag_table.definitions()
+             for n in (d.name,) + d.aliases)
 
 
 UNSUPPORTED = sorted(n for n, _, _ in flags.TF_CNN_FLAGS if n not in _ours())
@@ -234,22 +231,22 @@ def test_a_tf_cnn_flag_with_what_this_benchmark_does_is_accepted():
 
 
 def test_a_tf_cnn_flag_is_not_taken_for_an_abbreviation_of_another():
-  # argparse would read a flag that begins one of ours as its abbreviation
-  # (--num_epochs for --num_epochs_per_decay, before --num_epochs existed):
-  # every tf_cnn_benchmarks flag the parser lacks is refused by its own name.
-  parser = flags.build_parser()
-  ours = set(o for a in parser._actions for o in a.option_strings)  # pylint: disable=protected-access
+  # argparse read a flag that begins one of ours as its abbreviation
+  # (--num_epochs for --num_epochs_per_decay, before --num_epochs existed);
+  # absl takes no abbreviation: every tf_cnn_benchmarks flag the parser
+  # lacks is refused by its own name.
   missing = [name for name, kind, _ in flags.TF_CNN_FLAGS
-             if '--' + name not in ours and kind != 'bool']
+             if name not in _ours() and kind != 'bool']
   assert len(missing) > 40
   for name in missing:
     assert _refused(['--%s=7' % name]).startswith(
         '--%s=7: a tf_cnn_benchmarks flag' % name), name
   assert _refused(['--eval_batch_size', '8']).startswith(
       '--eval_batch_size=8: a tf_cnn_benchmarks flag')
-  # A true abbreviation of one of ours still works, named as typed.
-  args = _parse(['--tf_random=5'])
-  assert args.seed == 5 and args.typed_names['seed'] == '--tf_random'
+  # An abbreviation of one of ours is unknown, and the message names ours.
+  assert _refused(['--tf_random=5']) == (
+      '--tf_random=5: not a flag of this benchmark, nor of tf_cnn_benchmarks; '
+      'did you mean --tf_random_seed? (--help lists the flags)')
 
 
 @pytest.mark.parametrize('argv, global_batch, examples', [
@@ -294,14 +291,18 @@ def test_absl_single_dash_and_device_names():
   assert _refused(['-xla']) == (
       '-xla: a tf_cnn_benchmarks flag this benchmark does not support (it '
       'always runs as --noxla); drop it')
-  assert _refused(['-num_gpus=0']).startswith('--num_gpus=0: must be at '
-                                              'least 1')
+  # Named as typed, the fix too.
+  assert _refused(['-num_gpus=0']) == (
+      '-num_gpus=0: must be at least 1; pass -num_gpus=1 or more')
   assert _refused(['-optimiser=adam']).startswith(
       '-optimiser=adam: not a flag of this benchmark')
-  assert _refused(['--device=tpu']).startswith(
-      "argument --device: invalid choice: 'tpu'")
-  # Negative numbers stay values.
-  assert _refused(['--tf_random_seed', '-x']).startswith('argument --tf_')
+  assert _refused(['--device=tpu']) == (
+      "--device=tpu: invalid choice 'tpu'; pass one of cpu, gpu (e.g. "
+      "--device=cpu)")
+  # absl: a flag that is not a boolean takes the next token as its value.
+  assert _refused(['--tf_random_seed', '-x']) == (
+      '--tf_random_seed=-x: not an integer; pass a whole number, e.g. '
+      '--tf_random_seed=1234')
   assert _parse(['--tf_random_seed', '-3']).seed == -3
 
 
@@ -588,5 +589,5 @@ def test_parse_bool_is_absl():
     assert flags.parse_bool(text) is True
   for text in ('false', 'False', 'f', '0'):
     assert flags.parse_bool(text) is False
-  with pytest.raises(argparse.ArgumentTypeError):
+  with pytest.raises(ValueError):
     flags.parse_bool('2')

@@ -1,6 +1,7 @@
 """Cross-checks of the input, evaluation, session and checkpoint flags.
 
-Called by `flags._check` after its own checks; imports no TensorFlow.
+Called by `flags` after the launch-mode and learning-rate checks; imports
+no TensorFlow.
 
 Decisions where tf_cnn_benchmarks differs or is silent:
 
@@ -10,8 +11,9 @@ Decisions where tf_cnn_benchmarks differs or is silent:
   is refused. `--data_name=imagenet|cifar10` needs `--data_dir` (where
   tf_cnn_benchmarks would fall back to synthetic data); `digits` reads no
   directory, so `--data_dir` beside it is refused rather than ignored.
-* `--data_format=NCHW`: refused. The models are written NHWC, and
-  tf_cnn_benchmarks itself refuses NCHW with `--device=cpu`.
+* `--data_format=NCHW`: refused by its type (`flag_table`). The models
+  are written NHWC, and tf_cnn_benchmarks itself refuses NCHW with
+  `--device=cpu`.
 * `--eval` and `--eval_during_training_every_n_steps` need real data:
   synthetic labels are random, so their accuracy would say nothing.
 * A flag that only modifies another (`--distortions`, `--num_eval_batches`,
@@ -29,6 +31,10 @@ Decisions where tf_cnn_benchmarks differs or is silent:
 """
 
 import os
+
+from variable_mgr.benchmark.flag_text import flag_list
+from variable_mgr.benchmark.flag_text import value
+from variable_mgr.benchmark.flag_types import UsageError
 
 # (data set, what a --data_dir path must contain for the guess), in
 # tf_cnn_benchmarks' order.
@@ -49,13 +55,6 @@ COMPARE_UNSUPPORTED = ('eval_during_training_every_n_steps', 'forward_only',
                        'print_training_accuracy')
 
 
-def _value(args, dest):
-  value = getattr(args, dest)
-  if isinstance(value, bool):
-    value = str(value).lower()
-  return '--%s=%s' % (dest, value)
-
-
 def check(args, typed, cluster):
   """Refuses a combination of the data, eval and checkpoint flags that
   cannot run; fills in the data set name that `--data_dir` implies.
@@ -66,10 +65,9 @@ def check(args, typed, cluster):
     cluster: the run is a cluster (a task or --launch_local_cluster).
 
   Raises:
-    flags.UsageError: naming the flags as typed, the rule and the fix.
+    UsageError: naming the flags as typed, the rule and the fix.
   """
-  from variable_mgr.benchmark import flags  # pylint: disable=g-import-not-at-top
-  error = flags.UsageError
+  error = UsageError
   _check_data(args, typed, error)
   if cluster:
     refused = [f for f in CLUSTER_UNSUPPORTED
@@ -80,7 +78,7 @@ def check(args, typed, cluster):
           'one machine only; drop %s, and evaluate '
           'the cluster\'s checkpoint afterwards on one machine with --eval '
           '--train_dir=DIR --data_name=...' % (
-              _value(args, refused[0]), ', '.join('--' + f for f in refused)))
+              value(args, refused[0]), flag_list(refused, args)))
   if args.compare:
     refused = [f for f in COMPARE_UNSUPPORTED
                if f in typed and getattr(args, f)]
@@ -88,19 +86,14 @@ def check(args, typed, cluster):
       raise error(
           '%s with --compare: the sweep times training steps and prints '
           'only its table; drop %s (or run one configuration without '
-          '--compare)' % (_value(args, refused[0]),
-                          ', '.join('--' + f for f in refused)))
+          '--compare)' % (value(args, refused[0]),
+                          flag_list(refused, args)))
   _check_eval(args, typed, error)
   _check_forward_only(args, typed, error)
   _check_modifiers(args, typed, error)
 
 
 def _check_data(args, typed, error):
-  if args.data_format != 'NHWC':
-    raise error(
-        '--data_format=%s: the benchmark\'s models are written NHWC, and '
-        'tf_cnn_benchmarks refuses NCHW with --device=cpu; pass '
-        '--data_format=NHWC (or drop the flag)' % args.data_format)
   if args.data_dir is not None and not args.data_name:
     guessed = [n for n in GUESSED_NAMES if n in args.data_dir]
     if not guessed:
@@ -161,26 +154,27 @@ def _check_eval(args, typed, error):
     if args.eval_during_training_every_n_steps:
       raise error(
           '--eval with %s: --eval evaluates a checkpoint without training; '
-          'drop one of them' % _value(args, 'eval_during_training_every_n_steps'))
+          'drop one of them' % value(args,
+                                     'eval_during_training_every_n_steps'))
     ignored = [f for f in EVAL_IGNORED if f in typed and getattr(args, f)]
     if ignored:
       raise error(
           '--eval with %s: an evaluation runs no training step, so it '
           'would not use it; drop %s' % (
-              _value(args, ignored[0]), ', '.join('--' + f for f in ignored)))
+              value(args, ignored[0]), flag_list(ignored, args)))
   for dest in ('eval', 'eval_during_training_every_n_steps'):
     if getattr(args, dest) and not args.data_name:
       raise error(
           '%s without --data_name: evaluation needs real data (synthetic '
           'labels are random, so accuracy says nothing); add '
           '--data_name=digits (no download), or cifar10 or imagenet with '
-          '--data_dir' % ('--eval' if dest == 'eval' else _value(args, dest)))
+          '--data_dir' % ('--eval' if dest == 'eval' else value(args, dest)))
   if args.num_eval_batches is not None and not (
       args.eval or args.eval_during_training_every_n_steps):
     raise error(
         '%s without --eval: it limits the evaluation\'s steps; add --eval '
         '(or --eval_during_training_every_n_steps) or drop the flag'
-        % _value(args, 'num_eval_batches'))
+        % value(args, 'num_eval_batches'))
 
 
 def _check_forward_only(args, typed, error):
@@ -189,13 +183,13 @@ def _check_forward_only(args, typed, error):
     return
   clashes = []
   if args.train_dir:
-    clashes.append(_value(args, 'train_dir'))
+    clashes.append(value(args, 'train_dir'))
   if args.eval:
     clashes.append('--eval')
   if args.backward_passes_per_step > 1:
-    clashes.append(_value(args, 'backward_passes_per_step'))
+    clashes.append(value(args, 'backward_passes_per_step'))
   if args.eval_during_training_every_n_steps:
-    clashes.append(_value(args, 'eval_during_training_every_n_steps'))
+    clashes.append(value(args, 'eval_during_training_every_n_steps'))
   if clashes:
     raise error(
         '--forward_only with %s: a forward-only run times the forward pass '
@@ -218,5 +212,5 @@ def _check_modifiers(args, typed, error):
     if dest in typed and not getattr(args, needs):
       raise error(
           '%s without --%s: it applies to the files --%s names; add '
-          '--%s=DIR or drop --%s' % (_value(args, dest), needs, needs, needs,
+          '--%s=DIR or drop --%s' % (value(args, dest), needs, needs, needs,
                                      dest))

@@ -36,7 +36,7 @@ schedule op); a schedule as a float32 tensor of the global step.
 """
 
 from variable_mgr import errors
-from variable_mgr.benchmark import flags
+from variable_mgr.benchmark import lr_schedule
 from variable_mgr.compat import tf
 
 # tf_cnn_benchmarks' ImageNet ResNet default (models/resnet_model.py).
@@ -54,7 +54,7 @@ class LearningRateError(errors.VariableMgrError):
 def uses_model_schedule(config):
   """True when the rate is the model's tf_cnn_benchmarks schedule scaled
   with the global batch (resnet50/101/152 without a rate flag)."""
-  return (config.model in flags.SCALED_RATE_MODELS and
+  return (config.model in lr_schedule.SCALED_RATE_MODELS and
           config.learning_rate is None and
           not config.piecewise_learning_rate_schedule)
 
@@ -63,12 +63,12 @@ def examples_per_epoch(config):
   """The training examples of an epoch of `config`'s data (ImageNet's
   1,281,167 for synthetic data and ImageNet files, as tf_cnn_benchmarks)."""
   if not config.data_name:
-    return flags.IMAGENET_NUM_TRAIN_IMAGES
+    return lr_schedule.IMAGENET_NUM_TRAIN_IMAGES
   # Imported here: the constant-rate path needs no input pipeline.
   from variable_mgr.benchmark import datasets  # pylint: disable=g-import-not-at-top
   count = datasets.get_dataset(config.data_name,
                                config.data_dir).num_examples('train')
-  return flags.IMAGENET_NUM_TRAIN_IMAGES if count is None else count
+  return lr_schedule.IMAGENET_NUM_TRAIN_IMAGES if count is None else count
 
 
 def _base_rate(config, global_batch):
@@ -84,9 +84,9 @@ def _base_rate(config, global_batch):
 
 def _steps(config, global_batch):
   try:
-    return flags.learning_rate_steps(config, global_batch,
-                                     examples_per_epoch(config))
-  except flags.UsageError as e:
+    return lr_schedule.learning_rate_steps(config, global_batch,
+                                           examples_per_epoch(config))
+  except lr_schedule.ScheduleError as e:
     raise LearningRateError(str(e))
 
 
@@ -131,7 +131,7 @@ def learning_rate(config, global_step, global_batch):
       return _resnet_schedule(config, global_step, global_batch)
     steps = _steps(config, global_batch)
     if config.piecewise_learning_rate_schedule:
-      rates, _ = flags.parse_piecewise_schedule(
+      rates, _ = lr_schedule.parse_piecewise_schedule(
           config.piecewise_learning_rate_schedule)
       rate = tf.train.piecewise_constant(global_step, steps['boundaries'],
                                          rates, name='piecewise_learning_rate')
@@ -157,7 +157,8 @@ def learning_rate(config, global_step, global_batch):
 def _resnet_schedule(config, global_step, global_batch):
   """tf_cnn_benchmarks' ResnetModel.get_learning_rate."""
   scaled = _base_rate(config, global_batch)
-  batches_per_epoch = flags.IMAGENET_NUM_TRAIN_IMAGES / float(global_batch)
+  batches_per_epoch = (lr_schedule.IMAGENET_NUM_TRAIN_IMAGES /
+                       float(global_batch))
   boundaries = [int(batches_per_epoch * e) for e in RESNET_DECAY_EPOCHS]
   rate = tf.train.piecewise_constant(
       global_step, boundaries, [scaled * d for d in RESNET_DECAYS])
@@ -258,7 +259,8 @@ def describe_learning_rate(config, global_batch):
   if uses_model_schedule(config):
     base = RESNET_BASE_LR if config.resnet_base_lr is None else (
         config.resnet_base_lr)
-    batches_per_epoch = flags.IMAGENET_NUM_TRAIN_IMAGES / float(global_batch)
+    batches_per_epoch = (lr_schedule.IMAGENET_NUM_TRAIN_IMAGES /
+                       float(global_batch))
     return ('learning rate %s\'s default: %g (%g%s x %d / %d), warmup %d '
             'epochs (%d steps), x0.1 at epochs %s' % (
                 config.model, _base_rate(config, global_batch), base,
@@ -269,7 +271,7 @@ def describe_learning_rate(config, global_batch):
                 ', '.join(str(e) for e in RESNET_DECAY_EPOCHS)))
   steps = _steps(config, global_batch)
   if config.piecewise_learning_rate_schedule:
-    rates, epochs = flags.parse_piecewise_schedule(
+    rates, epochs = lr_schedule.parse_piecewise_schedule(
         config.piecewise_learning_rate_schedule)
     parts = ['learning rate %g' % rates[0]] + [
         '%g from epoch %d (step %d)' % (r, e, b + 1)
