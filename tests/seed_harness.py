@@ -32,8 +32,9 @@ LOCAL_STRATEGIES = {
                           dict(local_parameter_device='gpu'), 'sum'),
     'replicated_xring2': (dict(variable_update='replicated',
                                all_reduce_spec='xring#2'), {}, 'sum'),
+    # Limits count elements: the biases (4, 3) to pscpu, w1, w2 to rechd.
     'replicated_pscpu_rechd': (dict(variable_update='replicated',
-                                    all_reduce_spec='pscpu:32:rechd'), {},
+                                    all_reduce_spec='pscpu:4:rechd'), {},
                                'sum'),
     'replicated_hcopy_repacked': (dict(variable_update='replicated',
                                        all_reduce_spec='hcopy',
