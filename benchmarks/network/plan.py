@@ -77,10 +77,10 @@ PSS = 'ParameterServerStrategy (v1, graph)'
 
 
 def full_cells():
-  """The full plan (the module's docstring says what it leaves out and
-  why). The goal's layout comes last: round 2 runs in the reverse order,
-  so a run cut short by --stop_by loses the other cells' second round
-  first."""
+  """The full plan (run_network_benchmarks.py's docstring says what it
+  leaves out and why). The goal's layout comes last: round 2 runs in the
+  reverse order, so a run cut short by --stop_by loses the other cells'
+  second round first."""
   sync_staged_ring = ['parameter_server', 'staged parameter_server',
                       'collective_all_reduce', 'MultiWorkerMirroredStrategy']
   cells = layout(GBIT, 'resnet50_vars', 2, 1, sync_staged_ring)

@@ -190,8 +190,8 @@ def measure_all(plan, log, stop_by=None, on_round=None):
     with os.fdopen(handle, 'w') as f:
       json.dump(shapes['resnet50_vars'], f)
   rates = sorted(set(c.rate for c in cells if c.rate))
-  results = {'goodput': [], 'runs': [], 'queue_delay': [], 'bytes': {w: sum(s) for w, s in
-                                                  sizes.items()},
+  results = {'goodput': [], 'runs': [], 'queue_delay': [],
+             'bytes': {w: sum(s) for w, s in sizes.items()},
              'ps_loads': {}, 'rounds': plan['rounds'], 'cut': [],
              'sizes': sizes,
              'plan': [key(c) for c in cells]}

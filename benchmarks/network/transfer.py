@@ -46,8 +46,8 @@ def busiest_ps_bytes(sizes, num_ps, partition_min_bytes=0):
 
 
 def bounds(sizes, workers, num_ps, goodput, partition_min_bytes=0):
-  """{kind: seconds} of one cell (see the module's docstring); with no PS
-  task (MultiWorkerMirroredStrategy) B_ps is all of B."""
+  """{kind: seconds} of one cell (run_network_benchmarks.py's docstring);
+  with no PS task (MultiWorkerMirroredStrategy) B_ps is all of B."""
   total = float(sum(sizes))
   ps = busiest_ps_bytes(sizes, num_ps, partition_min_bytes) if num_ps \
       else total
@@ -62,8 +62,8 @@ def bounds(sizes, workers, num_ps, goodput, partition_min_bytes=0):
 
 
 def bound_with_c0(strategy_kind, b, c0):
-  """The bound with what issue 16's leaves out (the module's docstring):
-  `b` a cell's bounds, `c0` its step on unshaped links."""
+  """The bound with what issue 16's leaves out (run_network_benchmarks.py's
+  docstring): `b` a cell's bounds, `c0` its step on unshaped links."""
   if strategy_kind == 'ring':
     return b['ring'] + c0
   if strategy_kind == 'async_ps':
