@@ -42,6 +42,9 @@ class Run(object):
     session: False builds the graph only (for graph checks).
     seed: the graph's random seed (the initial values).
     batch: rows of a tower's batch.
+    model: None for the two-layer model, else an object whose
+      `build(dtype)` makes one tower and returns `(loss, inputs)`, the
+      placeholders a batch feeds in order (read with `snapshot`).
     **options: more `variable_mgr.create` arguments.
 
   Attributes: mgr, graph, state, training_ops (what the manager appended),
@@ -50,7 +53,7 @@ class Run(object):
 
   def __init__(self, name, num_towers, dtype=tf.float32, optimizer='sgd',
                restore_from=None, host_args=None, session=True, seed=1,
-               batch=BATCH, **options):
+               batch=BATCH, model=None, **options):
     create_args, default_host_args, combine = LOCAL_STRATEGIES[name]
     host_args = dict(default_host_args, **(host_args or {}))
     self.name = name
@@ -70,10 +73,13 @@ class Run(object):
       for d in range(num_towers):
         with mgr.create_outer_variable_scope(d), tf.name_scope('tower_%i' % d):
           with tf1.device(host.devices[d]):
-            x = tf1.placeholder(dtype, [batch, seed_harness.IN])
-            y = tf1.placeholder(dtype, [batch, seed_harness.OUT])
-            loss = seed_harness.model(x, y, dtype)
-            self.inputs.append((x, y))
+            if model is None:
+              x = tf1.placeholder(dtype, [batch, seed_harness.IN])
+              y = tf1.placeholder(dtype, [batch, seed_harness.OUT])
+              loss, inputs = seed_harness.model(x, y, dtype), (x, y)
+            else:
+              loss, inputs = model.build(dtype)
+            self.inputs.append(inputs)
             params = mgr.trainable_variables_on_device(d)
             grads = tf.gradients(mgr.scale_loss(loss), params)
             refs = mgr.trainable_variables_on_device(d, writable=True)
@@ -124,8 +130,8 @@ class Run(object):
 
   def step(self, batches):
     feeds = {}
-    for (x, y), (bx, by) in zip(self.inputs, batches):
-      feeds[x], feeds[y] = bx, by
+    for inputs, batch in zip(self.inputs, batches):
+      feeds.update(zip(inputs, batch))
     self.sess.run([self.train_op] + self.put_ops, feeds)
 
   def values(self, tower=0):
@@ -137,6 +143,23 @@ class Run(object):
         by_short[v.op.name.split('/')[-1]] = v
     return dict(zip(VARIABLES,
                     self.sess.run([by_short[k] for k in VARIABLES])))
+
+  def snapshot(self):
+    """`(copies, scale)` in one session run: `copies[i]` is
+    `{name without the copy's prefix: value}` of every trainable variable
+    of copy `towers[i]` (the shared one for PS), `scale` the loss scale or
+    None without `use_fp16`."""
+    fetch = []
+    for t in self.towers:
+      prefix = 'v%d/' % t if self.mgr.each_tower_has_variables() else 'v/'
+      fetch.append(dict((v.op.name[len(prefix):], v)
+                        for v in self.model_variables
+                        if v.op.name.startswith(prefix) and v.trainable))
+    scale = self.mgr.loss_scale
+    if scale is None:
+      return self.sess.run(fetch), None
+    copies, value = self.sess.run((fetch, scale))
+    return copies, value
 
   def all_values(self):
     """Every copy's values, `[tower]{name: value}`."""
