@@ -218,6 +218,8 @@ def test_float16_transfer_identity():
      'max_bytes'),
     (lambda: packing.with_small_tensor_aggregation(algorithms.ring, 10, 0),
      'max_group'),
+    (lambda: packing.small_tensor_groups([], 10, 0), 'max_group'),
+    (lambda: packing.small_tensor_groups([], None, 2), 'max_bytes'),
 ])
 def test_bad_option_is_refused(call, match):
   with pytest.raises(errors.PackingOptionError, match=match):

@@ -201,7 +201,12 @@ def small_tensor_groups(tensors, max_bytes, max_group):
 
   Returns:
     A list of tuples of two or more consecutive indices, in order.
+
+  Raises:
+    PackingOptionError: a limit is out of range.
   """
+  _check_int('max_bytes', max_bytes, 0)
+  _check_int('max_group', max_group, 1)
   groups = []
   run = []
 
