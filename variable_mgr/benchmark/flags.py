@@ -81,6 +81,7 @@ DESCRIPTION = (
 HELP_FLAGS = (('help', 'h', 'show the benchmark\'s flags'),
               ('helpfull', None, 'show every flag, tf_cnn_benchmarks\' '
                'refused ones and the aliases too'))
+HELP_NAMES = tuple(name for name, _, _ in HELP_FLAGS)
 
 
 class TypedFlags(set):
@@ -96,7 +97,7 @@ class TypedFlags(set):
 
 def _destinations():
   """absl flag name (aliases and the help flags too) -> destination."""
-  dests = dict((n, n) for n, _, _ in HELP_FLAGS)
+  dests = dict((n, n) for n in HELP_NAMES)
   for d in flag_table.definitions(MODEL_NAMES):
     dests[d.name] = d.dest
     dests.update((alias, d.dest) for alias in d.aliases)
@@ -126,25 +127,10 @@ def format_help(full=False):
           include_special_flags=False))
 
 
-def _typed(argv):
-  """(expanded argv, FlagValues, occurrences, problems) of `argv`."""
-  values = flag_values()
-  try:
-    args = values.read_flags_from_files(list(argv), force_gnu=False)
-  except absl_flags.Error as e:
-    raise UsageError('--flagfile: %s; pass a readable file of flags, one '
-                     'a line' % str(e).strip().splitlines()[0])
-  refused = set(tf_cnn_flags.unsupported(_destinations()))
-  occurrences, problems = flag_scan.scan(args, values, dict(
-      _destinations(), **dict((n, n) for n in refused)), refused)
-  return args, values, occurrences, problems
-
-
-def _refusals(values, occurrences):
-  """(position, message) of every flag occurrence that cannot run: a
-  refused tf_cnn_benchmarks flag, or a value its type refuses."""
+def _refusals(values, occurrences, refused):
+  """(position, message) of every flag occurrence that cannot run: one of
+  tf_cnn_benchmarks' `refused` flags, or a value its type refuses."""
   problems = []
-  refused = set(tf_cnn_flags.unsupported(_destinations()))
   for o in occurrences:
     if o.name in refused:
       message = tf_cnn_flags.refusal(o.name, o.given, o.text)
@@ -168,6 +154,48 @@ def _one_line(problems):
       '(%d) %s' % (i + 1, p) for i, p in enumerate(problems))))
 
 
+def _read(argv):
+  """(argv with its flagfiles read, its FlagValues, its Occurrences).
+
+  Raises:
+    UsageError: every flag that cannot run, in one message.
+    SystemExit: after --help or --helpfull printed the help (status 0).
+  """
+  values = flag_values()
+  try:
+    args = values.read_flags_from_files(list(argv), force_gnu=False)
+  except absl_flags.Error as e:
+    raise UsageError('--flagfile: %s; pass a readable file of flags, one '
+                     'a line' % str(e).strip().splitlines()[0])
+  dests = _destinations()
+  refused = set(tf_cnn_flags.unsupported(dests))
+  dests.update((name, name) for name in refused)
+  occurrences, problems = flag_scan.scan(args, values, dests, refused)
+  helps = [o.name for o in occurrences
+           if o.name in HELP_NAMES and o.text != 'false']
+  if helps:
+    sys.stdout.write(format_help(full='helpfull' in helps))
+    raise SystemExit(0)
+  problems += _refusals(values, occurrences, refused)
+  if problems:
+    raise _one_line(problems)
+  return args, values, occurrences
+
+
+def _typed(occurrences):
+  """The TypedFlags of `occurrences` (the last one of a flag counts)."""
+  names, texts = {}, {}
+  for o in occurrences:
+    if o.name in HELP_NAMES:
+      continue
+    names[o.dest] = o.typed
+    if o.has_value:
+      texts[o.dest] = o.text
+    else:
+      texts.pop(o.dest, None)
+  return TypedFlags(names, names, texts)
+
+
 def parse_flags(argv):
   """The values of the flags of `argv`, without the cross-checks.
 
@@ -180,33 +208,19 @@ def parse_flags(argv):
     UsageError: every flag that cannot run, in one message.
     SystemExit: after --help or --helpfull printed the help (status 0).
   """
-  args, values, occurrences, problems = _typed(argv)
-  helps = [o.name for o in occurrences if o.name in dict(
-      (n, 0) for n, _, _ in HELP_FLAGS) and o.text != 'false']
-  if helps:
-    sys.stdout.write(format_help(full='helpfull' in helps))
-    raise SystemExit(0)
-  problems = problems + _refusals(values, occurrences)
-  if problems:
-    raise _one_line(problems)
+  args, values, occurrences = _read(argv)
   try:
     values([PROG] + args)
-  except (absl_flags.Error, ValueError) as e:
+  except (absl_flags.Error, ValueError) as e:  # Refused by _read already.
     raise UsageError(str(e).splitlines()[0])
   namespace = argparse.Namespace()
   for d in flag_table.definitions(MODEL_NAMES):
     value = values[d.name].value
     setattr(namespace, d.dest, list(value) if isinstance(value, list) else
             value)
-  names, texts = {}, {}
-  for o in occurrences:
-    names[o.dest] = o.typed
-    if o.has_value:
-      texts[o.dest] = o.text
-    else:
-      texts.pop(o.dest, None)
-  namespace.typed_names = names
-  namespace.typed_values = texts
+  typed = _typed(occurrences)
+  namespace.typed_names = typed.names
+  namespace.typed_values = typed.values
   return namespace
 
 
@@ -217,22 +231,13 @@ def typed_flags(argv):
   Raises:
     UsageError: every flag that cannot run, in one message.
   """
-  _, values, occurrences, problems = _typed(argv)
-  problems = problems + _refusals(values, occurrences)
-  if problems:
-    raise _one_line(problems)
-  names, texts = {}, {}
-  for o in occurrences:
-    names[o.dest] = o.typed
-    if o.has_value:
-      texts[o.dest] = o.text
-  return TypedFlags(names, names, texts)
+  return _typed(_read(argv)[2])
 
 
 class Parser(object):
-  """Both commands' flags without the cross-checks (for tests and tools):
-  `parse_args(argv)` -> the namespace of `parse_flags`, `format_help()`
-  -> --help's text."""
+  """Both commands' flags without the cross-checks, for tests and tools
+  that read them as an argparse parser: `parse_args(argv)` is
+  `parse_flags`, `format_help()` --help's text."""
 
   def parse_args(self, argv):
     return parse_flags(argv)
@@ -242,6 +247,7 @@ class Parser(object):
 
 
 def build_parser():
+  """A Parser (each parse has fresh absl flag values)."""
   return Parser()
 
 
