@@ -67,6 +67,23 @@ def test_unknown_flags_and_bad_values_are_listed_in_order():
       '(6) --batch_size: needs a value; pass --batch_size=VALUE')
 
 
+def test_a_flag_is_not_taken_for_the_value_of_another():
+  # absl would read `--num_batches=2` as the path of --train_dir.
+  assert _refused(['--train_dir', '--num_batches=2']) == (
+      '--train_dir: needs a value; pass --train_dir=VALUE (absl would read '
+      '--num_batches=2 as its value)')
+  assert _refused(['--seed', '-nostaged_vars']).startswith(
+      '--seed: needs a value; ')
+  # A negative number, or a word with one dash that is no flag, is a value.
+  assert flags.parse_args(['--seed', '-3'], environ={}).seed == -3
+  assert _refused(['--seed', '-x']).startswith('--seed=-x: not an integer')
+  # A refused tf_cnn_benchmarks flag is refused by name, value or not.
+  for argv in (['--batch_group_size'], ['--batch_group_size', '--noeval']):
+    assert _refused(argv) == (
+        '--batch_group_size: a tf_cnn_benchmarks flag this benchmark does '
+        'not support (it always runs as --batch_group_size=1); drop it')
+
+
 def test_one_refusal_is_its_own_message():
   assert _refused(['--use_fp16=maybe']) == (
       '--use_fp16=maybe: expected true or false; pass --use_fp16=true or '

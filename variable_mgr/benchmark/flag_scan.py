@@ -9,7 +9,9 @@ at once, before absl parses anything. It changes no token.
 
 absl's rules: a flag is `--name`, `-name`, `--name=value` or
 `-name=value`; a flag that is not a boolean and has no `=` takes the next
-token as its value, whatever it is (`--tf_random_seed -3`); a boolean
+token as its value, whatever it is (`--tf_random_seed -3`; a next token
+that is a flag, `--train_dir --num_batches=2`, is refused here as a
+missing value rather than taken for a path); a boolean
 without `=` is true, `--noname` false; `--flagfile=FILE` reads flags from
 FILE (expanded before this scan); `--` ends the flags, and so does a token
 that is not one (this command takes no other arguments).
@@ -28,7 +30,7 @@ class Occurrence(collections.namedtuple(
     name: the absl flag that parses it (`tf_random_seed`).
     typed: the flag as typed (`--seed`, `-nostaged_vars`).
     text: the value absl parses ('true' for a bare boolean, 'false' for a
-      `--no` form).
+      `--no` form; None for a refused flag given without its value).
     has_value: whether a value was typed (`--flag=value`, `--flag value`).
     position: the index of its token in the command line.
   """
@@ -81,20 +83,26 @@ def scan(args, flag_values, dests, refused=()):
       elif flag.boolean:
         # absl: true; a word that follows is an argument, not its value.
         if i < len(args) and _is_bool_word(args[i]):
-          problems.append((start,
+          problems.append((start, (
               '%s %s: a boolean takes its value after =; pass %s=%s (or %s, '
               '%sno%s)' % (typed, args[i], typed, args[i], typed, dashes,
-                           name)))
+                           name))))
           i += 1
         occurrences.append(Occurrence(dests[flag.name], flag.name, typed,
                                       'true', False, start))
-      elif i < len(args):
+      elif i < len(args) and not _is_flag(args[i], flag_values):
         occurrences.append(Occurrence(dests[flag.name], flag.name, typed,
                                       args[i], True, start))
         i += 1
+      elif flag.name in refused:
+        # Refused by its name, whatever its value.
+        occurrences.append(Occurrence(dests[flag.name], flag.name, typed,
+                                      None, False, start))
       else:
-        problems.append((start, '%s: needs a value; pass %s=VALUE' % (
-            typed, typed)))
+        # absl would take the next flag for this one's value.
+        problems.append((start, '%s: needs a value; pass %s=VALUE%s' % (
+            typed, typed, ' (absl would read %s as its value)' % args[i]
+            if i < len(args) else '')))
       continue
     negated = name[2:] if name.startswith('no') and len(name) > 2 else None
     if negated in flag_values and flag_values[negated].boolean:
@@ -115,6 +123,16 @@ def scan(args, flag_values, dests, refused=()):
     problems.append((start, _unknown(token, name, flag_values, dests,
                                      refused)))
   return occurrences, problems
+
+
+def _is_flag(token, flag_values):
+  """Whether `token` is a flag rather than a value: `--anything`, or
+  `-name` of a flag (`-3` and `-x` stay values, as absl reads them)."""
+  if token.startswith('--'):
+    return True
+  name = token[1:].partition('=')[0]
+  return token.startswith('-') and (
+      name in flag_values or name[2:] in flag_values and name[:2] == 'no')
 
 
 def _is_bool_word(token):

@@ -246,11 +246,12 @@ def _value(kind, text):
 def refusal(name, given, text):
   """The message refusing tf_cnn_benchmarks' flag `name` given as `given`
   (as typed: '--noxla', '--server_protocol=grpc+verbs') with the value
-  `text`, or None when the value is what this benchmark does anyway."""
+  `text` (None: given without a value), or None when the value is what
+  this benchmark does anyway."""
   kind = TF_CNN_FLAG_KINDS[name]
   if name in TF_CNN_SAME_VALUES:
     same = TF_CNN_SAME_VALUES[name]
-    value = _value(kind, text)
+    value = None if text is None else _value(kind, text)
     if value == same and type(value) is type(same):
       return None
     return ('%s: a tf_cnn_benchmarks flag this benchmark does not support (it '
