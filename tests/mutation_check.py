@@ -310,10 +310,16 @@ MUTATIONS = [
                 'test_a_tf_variable_staged_tower_is_refused_naming_it']),
     dict(name='probe-tcp-connect-only',
          path='variable_mgr/benchmark/cluster/liveness.py',
-         old='    return bool(sock.recv(9))\n',
-         new='    return True\n',
+         old='  return ANSWERED if answer else SILENT\n',
+         new='  return ANSWERED\n',
          tests=['tests/distributed/test_cluster_faults.py::'
                 'test_stopped_worker_is_named_by_every_survivor']),
+    dict(name='no-probes-during-a-blocked-call',
+         path='variable_mgr/benchmark/cluster/deadline.py',
+         old='      if gone and self._pending is pending:\n',
+         new='      if False:\n',
+         tests=['tests/distributed/test_cluster_faults.py::'
+                'test_a_killed_worker_ends_the_cluster_within_seconds']),
     dict(name='staged-barrier-wait-on-the-worker',
          path='variable_mgr/benchmark/cluster/worker_graph.py',
          old='    with tf.colocate_with(v), tf.control_dependencies([op]):\n',

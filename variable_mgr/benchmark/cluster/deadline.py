@@ -15,6 +15,7 @@ naming it. A task that is silent (stopped, cut off, behind a full link) is
 left to the call's deadline, as it may come back.
 """
 
+import collections
 import threading
 import time
 
@@ -26,6 +27,11 @@ from variable_mgr.benchmark.cluster import liveness
 WATCHDOG_MARGIN_SECS = 2.0
 # How long a failed call keeps probing for the task that broke it.
 DEATH_GRACE_SECS = 3.0
+
+# The open call: when the watchdog gives up on it, what it does, its
+# deadline (seconds), when it started, and whether its peers are probed.
+_Call = collections.namedtuple('_Call',
+                               'give_up what timeout start probe_peers')
 
 
 class DeadlineCaller(object):
@@ -56,12 +62,16 @@ class DeadlineCaller(object):
     self.timeout_secs = timeout_secs
     self.finished = finished
     self.probe_peers = probe_peers
-    # (give-up time, what, timeout, start time, probe peers) of the open
-    # call.
-    self._pending = None
+    self._pending = None  # The open _Call.
     watchdog = threading.Thread(target=self._watch, name='call-watchdog')
     watchdog.daemon = True
     watchdog.start()
+    if probe_peers:
+      # A thread of its own: a round of probes of peers without a route
+      # takes CONNECT_TIMEOUT_SECS each, which must not delay the watchdog.
+      prober = threading.Thread(target=self._probe, name='call-prober')
+      prober.daemon = True
+      prober.start()
 
   def __call__(self, fetches, what, timeout_secs=None, feed=None,
                probe_peers=True):
@@ -72,8 +82,8 @@ class DeadlineCaller(object):
     timeout = self.timeout_secs if timeout_secs is None else timeout_secs
     options = self.tf.RunOptions(timeout_in_ms=int(timeout * 1000))
     now = time.time()
-    self._pending = (now + timeout + WATCHDOG_MARGIN_SECS, what, timeout,
-                     now, self.probe_peers and probe_peers)
+    self._pending = _Call(now + timeout + WATCHDOG_MARGIN_SECS, what,
+                          timeout, now, self.probe_peers and probe_peers)
     try:
       return self.sess.run(fetches, feed_dict=feed, options=options)
     except self.tf.errors.OpError as e:
@@ -86,27 +96,31 @@ class DeadlineCaller(object):
       self._pending = None
 
   def _watch(self):
-    next_probe = 0.0
     while True:
       time.sleep(0.25)
       pending = self._pending
-      if pending is None:
+      if pending is None or time.time() < pending.give_up:
         continue
-      give_up, what, timeout, start, probe_peers = pending
-      now = time.time()
-      if now >= give_up:
-        self._end(self.describe('the call did not return while %s' % what,
-                                True, timeout))
-      if (probe_peers and now - start >= liveness.PROBE_INTERVAL_SECS and
-          now >= next_probe):
-        next_probe = now + liveness.PROBE_INTERVAL_SECS
-        gone = (self.monitor.gone(self.monitor.others(('ps',))) +
-                self.monitor.gone(self.monitor.others(('worker',)),
-                                  self.finished))
-        # A call that failed meanwhile names the dead task itself.
-        if gone and self._pending is pending:
-          self._end(self.monitor.failure(gone, 'this task (%s) was %s' % (
-              self.monitor.spec.name, what)))
+      self._end(self.describe('the call did not return while %s' %
+                              pending.what, True, pending.timeout))
+
+  def _probe(self):
+    """Every PROBE_INTERVAL_SECS of a call open that long, ends the task
+    when another task is gone (`Monitor.gone`)."""
+    while True:
+      time.sleep(0.25)
+      pending = self._pending
+      if (pending is None or not pending.probe_peers or
+          time.time() - pending.start < liveness.PROBE_INTERVAL_SECS):
+        continue
+      gone = (self.monitor.gone(self.monitor.others(('ps',))) +
+              self.monitor.gone(self.monitor.others(('worker',)),
+                                self.finished))
+      # A call that failed meanwhile names the dead task itself.
+      if gone and self._pending is pending:
+        self._end(self.monitor.failure(gone, 'this task (%s) was %s' % (
+            self.monitor.spec.name, pending.what)))
+      time.sleep(liveness.PROBE_INTERVAL_SECS)
 
   @staticmethod
   def _end(error):
