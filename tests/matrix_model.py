@@ -51,6 +51,40 @@ class GatherModel(object):
     return loss, (ids, x, y)
 
 
+class Case(object):
+  """One option set: `create` its `variable_mgr.create` arguments, `steps`
+  the run's length, `inf` the `(step, tower)` fed an inf (or None)."""
+
+  def __init__(self, steps, inf=None, **create):
+    self.create = create
+    self.steps = steps
+    self.inf = inf
+
+  @property
+  def float16(self):
+    return self.create.get('use_fp16', False)
+
+  @property
+  def dynamic(self):
+    if not self.create.get('auto_loss_scale'):
+      return None
+    return (self.create['loss_scale'], self.create['inc_loss_scale_every_n'])
+
+  def batches(self, num_towers):
+    """`[step][tower]`, the inf planted."""
+    batches = make_batches(num_towers, self.steps)
+    if self.inf is not None:
+      step, tower = self.inf
+      batches[step] = with_inf(batches[step], tower)
+    return batches
+
+
+def dynamic_options(every_n):
+  """`create` arguments of a dynamic loss scale from 4."""
+  return dict(use_fp16=True, loss_scale=4, auto_loss_scale=True,
+              inc_loss_scale_every_n=every_n)
+
+
 def make_batches(num_towers, steps, seed=0):
   """`[step][tower]` of `(ids, x, y)`; ids repeat within and across towers,
   and never name `UNUSED_ROW`."""

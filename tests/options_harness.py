@@ -40,6 +40,10 @@ class Run(object):
     restore_from: a checkpoint to restore before the post-init ops.
     host_args: more `LocalBenchmarkCnn` arguments (device='gpu', ...).
     session: False builds the graph only (for graph checks).
+    host: a ready host (e.g. a `ClusterBenchmarkCnn`) instead of a
+      `LocalBenchmarkCnn` of `host_args`; then no session is made (the
+      caller sets `sess`, running `init_ops` and `post_init_ops` as its
+      cluster needs).
     seed: the graph's random seed (the initial values).
     batch: rows of a tower's batch.
     model: None for the two-layer model, else an object whose
@@ -48,12 +52,12 @@ class Run(object):
     **options: more `variable_mgr.create` arguments.
 
   Attributes: mgr, graph, state, training_ops (what the manager appended),
-  train_op, sess (None without a session), saved.
+  train_op, sess (None without a session), saved, init_ops, post_init_ops.
   """
 
   def __init__(self, name, num_towers, dtype=tf.float32, optimizer='sgd',
                restore_from=None, host_args=None, session=True, seed=1,
-               batch=BATCH, model=None, **options):
+               batch=BATCH, model=None, host=None, **options):
     create_args, default_host_args, combine = LOCAL_STRATEGIES[name]
     host_args = dict(default_host_args, **(host_args or {}))
     self.name = name
@@ -63,7 +67,11 @@ class Run(object):
     self.graph = tf.Graph()
     with self.graph.as_default():
       tf1.set_random_seed(seed)
-      host = variable_mgr.LocalBenchmarkCnn(num_towers, **host_args)
+      own_host = host is None
+      if own_host:
+        host = variable_mgr.LocalBenchmarkCnn(num_towers, **host_args)
+      else:
+        session = False
       self.mgr = mgr = variable_mgr.create(
           benchmark_cnn=host, **dict(create_args, **options))
       host.devices = mgr.get_devices()
@@ -101,12 +109,16 @@ class Run(object):
           grads = mgr.get_gradients_to_apply(i, self.state)
           mgr.append_apply_gradients_ops(self.state, opt, grads, training_ops)
       self.training_ops = list(training_ops)
-      self.global_step = tf1.train.get_or_create_global_step()
+      # A given host's worker keeps its own step (an op without a device
+      # could land on another task of its cluster).
+      with tf1.device(None if own_host else host.cpu_device):
+        self.global_step = tf1.train.get_or_create_global_step()
       with tf1.control_dependencies(training_ops + update_ops):
         self.train_op = tf1.assign_add(self.global_step, 1)
       init = [tf1.global_variables_initializer(),
               tf1.local_variables_initializer()]
       post_init = mgr.get_post_init_ops()
+      self.init_ops, self.post_init_ops = init, post_init
       self.saved = mgr.get_variables_to_save()
       self.saver = tf1.train.Saver(self.saved)
       self.model_variables = tf1.global_variables() + tf1.local_variables()

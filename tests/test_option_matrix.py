@@ -20,6 +20,8 @@ import tensorflow as tf
 import matrix_model
 import options_harness
 import variable_mgr
+from matrix_model import Case
+from matrix_model import dynamic_options
 from matrix_model import FLOAT16
 from matrix_model import FLOAT32
 from options_harness import Run
@@ -31,53 +33,21 @@ STRATEGIES = ['independent', 'ps_cpu', 'ps_spread', 'staged_ps',
 REPLICATED = [s for s in STRATEGIES if s.startswith('replicated')]
 
 
-class Case(object):
-  """One option set: `create` its `variable_mgr.create` arguments, `steps`
-  the run's length, `inf` the `(step, tower)` fed an inf (or None)."""
-
-  def __init__(self, steps, inf=None, **create):
-    self.create = create
-    self.steps = steps
-    self.inf = inf
-
-  @property
-  def float16(self):
-    return self.create.get('use_fp16', False)
-
-  @property
-  def dynamic(self):
-    if not self.create.get('auto_loss_scale'):
-      return None
-    return (self.create['loss_scale'], self.create['inc_loss_scale_every_n'])
-
-  def batches(self):
-    batches = matrix_model.make_batches(NUM_TOWERS, self.steps)
-    if self.inf is not None:
-      step, tower = self.inf
-      batches[step] = matrix_model.with_inf(batches[step], tower)
-    return batches
-
-
-def _dynamic(every_n):
-  return dict(use_fp16=True, loss_scale=4, auto_loss_scale=True,
-              inc_loss_scale_every_n=every_n)
-
-
 # Three graphs a strategy (each graph costs about a second, its steps
 # almost nothing): the options compose, so each run covers several.
 CASES = {
-    'fp16_dynamic': Case(6, (1, 1), **_dynamic(2)),
+    'fp16_dynamic': Case(6, (1, 1), **dynamic_options(2)),
     'accumulate2_fp16_fixed': Case(4, backward_passes_per_step=2,
                                    use_fp16=True, loss_scale=8),
     # An inf in the first micro-batch of the second cycle; every cycle is a
     # good step or a bad one.
     'accumulate3_fp16_dynamic': Case(12, (3, 0), backward_passes_per_step=3,
-                                     **_dynamic(1)),
+                                     **dynamic_options(1)),
     'relaxed': Case(4, variable_consistency='relaxed'),
     # The inf of step 1 is handed over, and skipped, at step 2; step 0
     # hands nothing and does not count.
     'relaxed_fp16_dynamic': Case(6, (1, 1), variable_consistency='relaxed',
-                                 **_dynamic(2)),
+                                 **dynamic_options(2)),
 }
 # Known (tests/test_relaxed_consistency.py marks it xfail there).
 RELAXED_REF_RACE = (
@@ -111,7 +81,7 @@ def test_option_matches_numpy(strategy, case, variable_kind):
             model=matrix_model.GatherModel(), **case.create)
   try:
     init = run.snapshot()[0][0]
-    batches = case.batches()
+    batches = case.batches(NUM_TOWERS)
     history, scales = _reference(run, case, init, batches)
     if case.dynamic:
       # The run sees the scale halve and double.
