@@ -20,24 +20,20 @@ combine; the helpers here change which ones, and on which steps:
   the harness one op that runs every step and, on the other steps, after
   every update.
 
-The state of a step is read through a snapshot taken once a step and written
-from values computed from it (data edges order the write after the read),
-except where a comment at the control edge says why one is needed.
+The state of a step (resource variables, see `variable_mgr.step_state`) is
+read through a snapshot taken once a step and written from values computed
+from it (data edges order the write after the read), except where a comment
+at the control edge says why one is needed.
 """
 
 from variable_mgr import aggregation
 from variable_mgr import compat
+from variable_mgr import step_state
 from variable_mgr.compat import tf
 
 # The ordering of the deferred gradients' reads before their overwrite
 # (`defer`); tests turn it off to watch the race it prevents.
 ORDER_DEFERRED_READS = True
-
-
-def _state_variable(name, initial, device):
-  with tf.device(device):
-    return tf.Variable(initial, name=name, trainable=False,
-                       collections=[tf.GraphKeys.LOCAL_VARIABLES])
 
 
 def _values(grad):
@@ -58,8 +54,8 @@ def cycle_counter(passes, device):
     update: the assign of the counter for the next step.
   """
   with tf.device(device), tf.name_scope('accumulation_counter'):
-    counter = _state_variable('accumulation_step', tf.constant(0, tf.int32),
-                              device)
+    counter = step_state.state_variable(
+        'accumulation_step', tf.constant(0, tf.int32), device)
     current = compat.snapshot(counter)
     following = tf.math.floormod(current + 1, passes)
     is_last = tf.equal(following, 0)
@@ -95,8 +91,8 @@ def accumulate(tower_grads, devices, passes, is_last, use_mean):
           g = aggregation.densify(g)
           dtype = g.dtype
           wide = tf.float32 if dtype == tf.float16 else dtype
-          acc = _state_variable('accumulator_%s' % _short(v),
-                                tf.zeros(g.shape, wide), device)
+          acc = step_state.state_variable('accumulator_%s' % _short(v),
+                                          tf.zeros(g.shape, wide), device)
           # `total` reads the accumulator; its assign takes a value computed
           # from `total`, so it runs after the read (a data edge).
           total = compat.snapshot(acc) + tf.cast(g, wide)
@@ -130,14 +126,14 @@ def defer(tower_grads, devices):
           continue
         with tf.device(device):
           g = aggregation.densify(g)
-          held = _state_variable('deferred_%s' % _short(v),
-                                 tf.zeros(g.shape, g.dtype), device)
+          held = step_state.state_variable('deferred_%s' % _short(v),
+                                           tf.zeros(g.shape, g.dtype), device)
           previous = compat.snapshot(held)
           # The previous step's gradient must be read before this step's
           # overwrites it, and nothing else orders the two: the new value
-          # does not depend on the read. Without this edge, with ref or
-          # resource variables, a read that runs late hands over this
-          # step's gradient (synchronous, not one step stale).
+          # does not depend on the read. Without this edge a read that runs
+          # late hands over this step's gradient (synchronous, not one step
+          # stale).
           waits = [previous.op] if ORDER_DEFERRED_READS else []
           with tf.control_dependencies(waits):
             updates.append(held.assign(g, read_value=False))
@@ -145,8 +141,8 @@ def defer(tower_grads, devices):
     handed.append(row)
   with tf.name_scope('deferred_flag'):
     device = devices[0]
-    flag = _state_variable('deferred_has_previous', tf.constant(False),
-                           device)
+    flag = step_state.state_variable(
+        'deferred_has_previous', tf.constant(False), device)
     with tf.device(device):
       has_previous = compat.snapshot(flag)
       # True from now on; computed from the read, so it runs after it.

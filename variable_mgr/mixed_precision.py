@@ -20,10 +20,12 @@ every variable, S halves (not below 1) and the count restarts; after
 
 Every op of a step reads S and the count through one snapshot each, taken
 once a step; their new values are computed from those snapshots, so each
-assign depends on the reads by data and needs no control edge.
+assign depends on the reads by data and needs no control edge. Both are
+resource variables (`variable_mgr.step_state` says why).
 """
 
 from variable_mgr import compat
+from variable_mgr import step_state
 from variable_mgr.compat import tf
 
 LOSS_SCALE_NAME = 'loss_scale'
@@ -44,12 +46,10 @@ def float32_storage_getter(getter, name, *args, **kwargs):
 
 
 def _state_variable(name, value, dtype, device):
-  """A non-trainable local variable of the manager (each worker of a
-  cluster initialises its own), outside every tower's scope."""
+  """A state variable of the manager outside every tower's scope."""
   graph = tf.get_default_graph()
   with graph.name_scope(None), tf.device(device):
-    return tf.Variable(tf.constant(value, dtype), name=name, trainable=False,
-                       collections=[tf.GraphKeys.LOCAL_VARIABLES])
+    return step_state.state_variable(name, tf.constant(value, dtype), device)
 
 
 class LossScale(object):
