@@ -11,6 +11,7 @@ shows up in the numbers.
 import numpy as np
 import tensorflow as tf
 
+import controller_cluster
 import variable_mgr
 from variable_mgr import checkpoint
 
@@ -44,7 +45,28 @@ LOCAL_STRATEGIES = {
                                     agg_small_grads_max_group=2), {}, 'sum'),
 }
 
+# distributed_all_reduce on in-process workers (`controller_cluster`): the
+# towers of a run are laid out as `controller_cluster.layout` says.
+CLUSTER_STRATEGIES = {
+    'distributed_all_reduce': (
+        dict(variable_update='distributed_all_reduce',
+             all_reduce_spec='pscpu/pscpu'), dict(workers='layout'), 'sum'),
+}
+
 VARIABLES = ('w1', 'b1', 'w2', 'b2')
+
+
+def make_host(num_towers, host_args):
+  """`(host, session target)`: a `LocalBenchmarkCnn` of `host_args`, or
+  with `workers` in them (a count, or 'layout') a controller's host over
+  that many in-process workers (target: worker 0's server)."""
+  args = dict(host_args)
+  workers = args.pop('workers', None)
+  if workers is None:
+    return variable_mgr.LocalBenchmarkCnn(num_towers, **args), ''
+  if workers == 'layout':
+    workers, _ = controller_cluster.layout(num_towers)
+  return controller_cluster.host(workers, num_towers // workers, **args)
 
 
 def model(x, y, dtype=tf.float32):
@@ -104,7 +126,7 @@ class Harness(object):
       self.global_step = None
       if global_step:
         self.global_step = tf1.train.get_or_create_global_step()
-      host = variable_mgr.LocalBenchmarkCnn(num_towers, **host_args)
+      host, self.target = make_host(num_towers, host_args)
       self.mgr = mgr = variable_mgr.create(benchmark_cnn=host, **create_args)
       host.devices = mgr.get_devices()
       self.inputs = []
@@ -153,7 +175,8 @@ class Harness(object):
       self.saver = tf1.train.Saver(self.saved)
       self.model_variables = tf1.global_variables() + tf1.local_variables()
       self.graph.finalize()
-    self.sess = tf1.Session(graph=self.graph, config=host.session_config())
+    self.sess = tf1.Session(self.target, graph=self.graph,
+                            config=host.session_config())
     self.sess.run(init)
     if restore_from:
       checkpoint.restore(self.sess, restore_from, self.saved, self.saver)
@@ -181,6 +204,8 @@ class Harness(object):
 
   def close(self):
     self.sess.close()
+    if self.target:
+      controller_cluster.close(self.target)
 
 
 class Run(Harness):
@@ -189,7 +214,7 @@ class Run(Harness):
 
   def __init__(self, variable_update, num_towers,
                local_parameter_device='cpu', dtype=tf.float32, batch=6,
-               restore_from=None, **options):
+               restore_from=None, workers=None, **options):
 
     def build_tower():
       x = tf1.placeholder(dtype, [batch, IN])
@@ -198,7 +223,8 @@ class Run(Harness):
 
     Harness.__init__(
         self, dict(options, variable_update=variable_update),
-        dict(local_parameter_device=local_parameter_device), num_towers,
+        dict(local_parameter_device=local_parameter_device,
+             **({} if workers is None else {'workers': workers})), num_towers,
         build_tower, LEARNING_RATE, dtype, restore_from=restore_from)
 
   def values(self, tower=0):

@@ -16,7 +16,9 @@ STEPS = 3
 TOLERANCE = {np.float32: dict(rtol=2e-5, atol=2e-6),
              np.float64: dict(rtol=1e-12, atol=1e-13)}
 
-STRATEGIES = seed_harness.LOCAL_STRATEGIES
+# Every local strategy, and distributed_all_reduce over in-process workers.
+STRATEGIES = dict(seed_harness.LOCAL_STRATEGIES,
+                  **seed_harness.CLUSTER_STRATEGIES)
 
 
 def make_batches(num_towers, dtype, seed=0):
@@ -94,14 +96,16 @@ def test_strategy_matches_numpy(name, num_towers, variable_kind):
   check_run(name, num_towers)
 
 
-@pytest.mark.parametrize('name', ['ps_cpu', 'replicated', 'staged_ps'])
+@pytest.mark.parametrize('name', ['ps_cpu', 'replicated', 'staged_ps',
+                                  'distributed_all_reduce'])
 def test_float64(name, variable_kind):
   check_run(name, 2, dtype=np.float64)
 
 
 @pytest.mark.parametrize('name,reduction', [
     ('replicated', 'mean'), ('ps_cpu', 'sum'), ('staged_ps', 'sum'),
-    ('replicated_spread', 'mean'), ('replicated_xring2', 'mean')])
+    ('replicated_spread', 'mean'), ('replicated_xring2', 'mean'),
+    ('distributed_all_reduce', 'mean')])
 def test_reduction_option(name, reduction, variable_kind):
   check_run(name, 3, reduction=reduction)
 

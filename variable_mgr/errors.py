@@ -40,6 +40,11 @@ class MissingClusterError(VariableMgrError):
   """A distributed strategy was requested without a cluster."""
 
 
+class MissingAllReduceSpecError(VariableMgrError):
+  """A strategy that reduces only through an --all_reduce_spec
+  (distributed_all_reduce) got none."""
+
+
 class InterfaceError(VariableMgrError):
   """The BenchmarkCnn-like object lacks an attribute or has a bad value."""
 

@@ -15,9 +15,13 @@ else:
 | `ps_hosts`                    | distributed: one entry a PS task           |
 | `cluster`                     | distributed: a `tf.train.ClusterSpec`      |
 | `add_sync_queues_and_barrier` | distributed_replicated: a worker barrier   |
+| `num_workers`                 | collective_all_reduce, distributed_all_reduce |
 
 `LocalBenchmarkCnn` implements it for the devices of one process, so the
-library can be driven without tf_cnn_benchmarks.
+library can be driven without tf_cnn_benchmarks; `ClusterBenchmarkCnn` for
+one worker of a cluster (between-graph strategies), `ControllerBenchmarkCnn`
+for the controller of a cluster, whose one graph holds every worker's towers
+(distributed_all_reduce).
 """
 
 from variable_mgr import errors
@@ -248,3 +252,63 @@ class ClusterBenchmarkCnn(BenchmarkCnnLike):
         with tf.control_dependencies(enqueue_after_list):
           ops.append(tf.no_op())
       return tf.group(*ops)
+
+
+class ControllerBenchmarkCnn(BenchmarkCnnLike):
+  """The host interface of a cluster's controller: one graph over the towers
+  of every worker (in-graph replication, `distributed_all_reduce`).
+
+  Tower `k * towers_per_worker + d` is tower d of worker k, on
+  `/job:worker/replica:0/task:k/<device>:d`; the controller runs no tower
+  itself (tf_cnn_benchmarks' `--job_name=controller`).
+
+  Args:
+    cluster: a `tf.train.ClusterSpec`, or a dict `{'worker': [...]}` of
+      'host:port' strings (a "ps" job may be there; nothing reads it).
+    towers_per_worker: towers on each worker, at least 1.
+    device: `'cpu'` or `'gpu'`: the towers' device type.
+    local_parameter_device: `'cpu'` or `'gpu'`.
+
+  Attributes:
+    num_workers: the workers of the cluster.
+    towers_per_worker: as given; `num_gpus` is `num_workers *
+      towers_per_worker`, the towers of the whole graph.
+    cpu_device, param_server_device: worker 0's CPU.
+
+  Raises:
+    MissingClusterError: the cluster has no "worker" job.
+    TowerCountError, InvalidOptionError: as `LocalBenchmarkCnn`.
+  """
+
+  def __init__(self, cluster, towers_per_worker, device='cpu',
+               local_parameter_device='cpu'):
+    from variable_mgr import compat  # pylint: disable=g-import-not-at-top
+    tf = compat.tf
+    local = LocalBenchmarkCnn(towers_per_worker, device,
+                              local_parameter_device)
+    if not isinstance(cluster, tf.train.ClusterSpec):
+      cluster = tf.train.ClusterSpec(cluster)
+    if 'worker' not in cluster.jobs:
+      raise errors.MissingClusterError(
+          'cluster jobs %s: a controller drives the "worker" job of a '
+          'cluster, e.g. {"worker": ["10.0.0.2:2222", "10.0.0.3:2222"]}.' %
+          sorted(cluster.jobs))
+    self.cluster = cluster
+    self.num_workers = len(cluster.job_tasks('worker'))
+    self.towers_per_worker = towers_per_worker
+    self.ps_hosts = (cluster.job_tasks('ps') if 'ps' in cluster.jobs
+                     else [])
+    self.local_parameter_device_flag = local_parameter_device
+    prefixes = ['/job:worker/replica:0/task:%d' % k
+                for k in range(self.num_workers)]
+    self.raw_devices = [prefix + d for prefix in prefixes
+                        for d in local.raw_devices]
+    self.devices = list(self.raw_devices)
+    self.num_gpus = len(self.raw_devices)
+    self.cpu_device = prefixes[0] + '/cpu:0'
+    self.param_server_device = self.cpu_device
+
+  def worker_devices(self, task_index):
+    """The tower devices of worker `task_index`."""
+    start = task_index * self.towers_per_worker
+    return self.raw_devices[start:start + self.towers_per_worker]

@@ -6,6 +6,7 @@ from variable_mgr import errors
 from variable_mgr import placement
 from variable_mgr import training_options
 from variable_mgr.strategies import collective_all_reduce
+from variable_mgr.strategies import distributed_all_reduce
 from variable_mgr.strategies import distributed_replicated
 from variable_mgr.strategies import independent
 from variable_mgr.strategies import parameter_server
@@ -32,20 +33,24 @@ STRATEGIES = collections.OrderedDict([
     ('collective_all_reduce', _Entry(
         None, collective_all_reduce.VariableMgrCollectiveAllReduce,
         None, None)),
+    ('distributed_all_reduce', _Entry(
+        None, distributed_all_reduce.VariableMgrDistributedAllReduce,
+        None, None)),
 ])
 
 STRATEGY_NAMES = tuple(STRATEGIES)
 
 
-# Options of one strategy only: name -> (strategy, default).
+# Options of some strategies only: name -> (strategies, default).
+_ALL_REDUCE = ('replicated', 'distributed_all_reduce')
 _STRATEGY_OPTIONS = collections.OrderedDict([
-    ('staged_vars', ('parameter_server', False)),
-    ('use_nccl', ('replicated', False)),
-    ('all_reduce_spec', ('replicated', None)),
-    ('gradient_repacking', ('replicated', 0)),
-    ('agg_small_grads_max_bytes', ('replicated', 0)),
-    ('agg_small_grads_max_group', ('replicated', 10)),
-    ('float16_transfer', ('replicated', False)),
+    ('staged_vars', (('parameter_server',), False)),
+    ('use_nccl', (('replicated',), False)),
+    ('all_reduce_spec', (_ALL_REDUCE, None)),
+    ('gradient_repacking', (_ALL_REDUCE, 0)),
+    ('agg_small_grads_max_bytes', (_ALL_REDUCE, 0)),
+    ('agg_small_grads_max_group', (_ALL_REDUCE, 10)),
+    ('float16_transfer', (_ALL_REDUCE, False)),
 ])
 
 
@@ -62,7 +67,8 @@ def create(variable_update, benchmark_cnn, reduction=None,
     variable_update: one of `STRATEGY_NAMES`.
     benchmark_cnn: the host object (see `variable_mgr.interface`).
     reduction: 'mean' or 'sum' over towers; None for the strategy's default
-      (replicated: 'sum'; parameter_server, distributed_replicated,
+      (replicated, distributed_all_reduce: 'sum'; parameter_server,
+      distributed_replicated,
       collective_all_reduce: 'mean').
     accumulation_dtype: e.g. 'float32': add float16 gradients in this dtype
       (not for independent, which adds nothing).
@@ -77,7 +83,8 @@ def create(variable_update, benchmark_cnn, reduction=None,
       (see `placement.PartitioningGetter`); 0, the default, is off.
       use_nccl (replicated): all-reduce with NCCL, GPU towers only.
       all_reduce_spec, gradient_repacking, agg_small_grads_max_bytes,
-      agg_small_grads_max_group, float16_transfer (replicated): see
+      agg_small_grads_max_group, float16_transfer (replicated and
+      distributed_all_reduce, which requires all_reduce_spec): see
       `VariableMgrLocalReplicated`.
 
   Returns:
@@ -88,8 +95,8 @@ def create(variable_update, benchmark_cnn, reduction=None,
     InvalidOptionError: an option name that does not exist.
     IncompatibleOptionsError: an option the strategy does not support, or a
       local-only strategy with a cluster.
-    MissingClusterError: distributed_replicated or collective_all_reduce
-      without a cluster.
+    MissingClusterError: distributed_replicated, collective_all_reduce or
+      distributed_all_reduce without a cluster.
     and any error of the strategy's constructor.
   """
   entry = STRATEGIES.get(variable_update)
@@ -110,6 +117,15 @@ def create(variable_update, benchmark_cnn, reduction=None,
   return mgr
 
 
+# What the MissingClusterError of a cluster-only strategy says its host
+# needs besides the ClusterSpec.
+_CLUSTER_HOSTS = {
+    'collective_all_reduce': '',
+    'distributed_all_reduce': ': variable_mgr.ControllerBenchmarkCnn, the '
+                              'towers of every worker in one graph',
+}
+
+
 def _construct(entry, variable_update, benchmark_cnn, reduction,
                accumulation_dtype, options):
   """The strategy's manager (see `create`)."""
@@ -123,11 +139,12 @@ def _construct(entry, variable_update, benchmark_cnn, reduction,
           'accumulation_dtype, %s, %s.' %
           (name, value, ', '.join(training_options.FIELD_NAMES),
            ', '.join(_STRATEGY_OPTIONS)))
-    owner, default = _STRATEGY_OPTIONS[name]
-    if value != default and owner != variable_update:
+    owners, default = _STRATEGY_OPTIONS[name]
+    if value != default and variable_update not in owners:
       raise errors.IncompatibleOptionsError(
           '%s=%r with variable_update=%r: this option exists only for %s; '
-          'drop it or use %s.' % (name, value, variable_update, owner, owner))
+          'drop it or use %s.' % (name, value, variable_update,
+                                  ' and '.join(owners), ' or '.join(owners)))
   staged_vars = options.pop('staged_vars', False)
   distributed = getattr(benchmark_cnn, 'cluster', None) is not None
   field = ('staged_' if staged_vars else '') + (
@@ -142,13 +159,17 @@ def _construct(entry, variable_update, benchmark_cnn, reduction,
     raise errors.MissingClusterError(
         'variable_update=%r needs a cluster (a host with a '
         'tf.train.ClusterSpec in .cluster%s); locally use '
-        'replicated.' % (variable_update,
-                         '' if variable_update == 'collective_all_reduce'
-                         else ' and PS hosts'))
+        'replicated.' % (variable_update, _CLUSTER_HOSTS.get(
+            variable_update, ' and PS hosts')))
   if variable_update == 'replicated':
     use_nccl = options.pop('use_nccl', False)
     return cls(benchmark_cnn, use_nccl, reduction=reduction,
                accumulation_dtype=accumulation_dtype, **options)
+  if variable_update == 'distributed_all_reduce':
+    own = dict((name, value) for name, value in options.items()
+               if variable_update in _STRATEGY_OPTIONS[name][0])
+    return cls(benchmark_cnn, reduction=reduction,
+               accumulation_dtype=accumulation_dtype, **own)
   if partition_min_bytes:
     return cls(benchmark_cnn, reduction=reduction,
                accumulation_dtype=accumulation_dtype,

@@ -40,7 +40,8 @@ CLUSTER_TINY = ['--model', 'trivial', '--num_gpus', str(clusterlib.TOWERS),
                 '--batch_size', str(clusterlib.BATCH), '--display_every',
                 '10']
 CLUSTER_CHOICES = ('pass --variable_update=parameter_server, '
-                   'distributed_replicated or collective_all_reduce')
+                   'distributed_replicated, collective_all_reduce or '
+                   'distributed_all_reduce')
 
 
 @pytest.fixture

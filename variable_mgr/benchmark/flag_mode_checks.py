@@ -13,8 +13,8 @@ from variable_mgr.benchmark.flag_types import option_set_tokens
 
 # Strategies that run across a cluster, and the one that runs nowhere else.
 CLUSTER_STRATEGIES = ('parameter_server', 'distributed_replicated',
-                      'collective_all_reduce')
-CLUSTER_ONLY_STRATEGIES = ('collective_all_reduce',)
+                      'collective_all_reduce', 'distributed_all_reduce')
+CLUSTER_ONLY_STRATEGIES = ('collective_all_reduce', 'distributed_all_reduce')
 # The flags that say which task of a cluster this process is.
 TASK_FLAGS = ('job_name', 'task_index', 'ps_hosts', 'worker_hosts')
 # Flags a cluster run reads and a run on one machine would ignore.

@@ -19,7 +19,8 @@ from variable_mgr.benchmark import flag_types as t
 # The library's and the models' names, written out so that parsing imports
 # neither (tests check that they agree).
 STRATEGY_NAMES = ('independent', 'parameter_server', 'replicated',
-                  'distributed_replicated', 'collective_all_reduce')
+                  'distributed_replicated', 'collective_all_reduce',
+                  'distributed_all_reduce')
 MODEL_NAMES = ('trivial', 'lenet', 'resnet20', 'resnet50', 'alexnet', 'vgg16',
                'inception3', 'resnet101', 'resnet152')
 DATA_NAMES = ('imagenet', 'cifar10', 'digits')

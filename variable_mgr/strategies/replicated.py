@@ -95,8 +95,7 @@ class VariableMgrLocalReplicated(_replicas.TowerCopiesMgr):
             'the default copy all-reduce, or an all_reduce_spec without '
             'nccl such as \'xring\'.' % ', '.join(not_gpu))
     if spec is not None:
-      fn = spec_lib.all_reduce_fn(
-          spec, param_devices=[self.benchmark_cnn.param_server_device])
+      fn = spec_lib.all_reduce_fn(spec, param_devices=self._param_devices())
       if float16:
         fn = packing.with_float16_transfer(fn)
       if small_bytes:
@@ -105,6 +104,11 @@ class VariableMgrLocalReplicated(_replicas.TowerCopiesMgr):
       if repacks:
         fn = packing.with_repacking(fn, repacks)
       self._reduce_fn = fn
+
+  def _param_devices(self):
+    """Hook: where a one-stage `pscpu` range sums (the parameter-server
+    device here); None: CPU 0 of each worker of the towers."""
+    return [self.benchmark_cnn.param_server_device]
 
   def _preprocess(self, tower_grads):
     devices = self.benchmark_cnn.raw_devices
