@@ -22,10 +22,6 @@ IN, HIDDEN, OUT, ROWS, BATCH = 3, 3, 2, 6, 4
 LEARNING_RATE = 0.1
 TABLE = 'embedding/table'
 TRAINABLE = (TABLE, 'layer1/w1', 'layer2/w2', 'layer2/b2')
-SHAPES = {TABLE: (ROWS, IN), 'layer1/w1': (IN, HIDDEN),
-          'layer2/w2': (HIDDEN, OUT), 'layer2/b2': (OUT,)}
-# The last row of the table is never looked up: it must never move.
-UNUSED_ROW = ROWS - 1
 
 FLOAT32 = dict(rtol=2e-5, atol=2e-6)
 # The float16 forward (3 decimal digits; TensorFlow 1.15's CPU float16
@@ -34,17 +30,23 @@ FLOAT16 = dict(rtol=4e-3, atol=4e-3)
 
 
 class GatherModel(object):
-  """One tower of the model; `build(dtype)` returns `(loss, inputs)`."""
+  """One tower of the model; `build(dtype)` returns `(loss, inputs)`.
+
+  Args:
+    rows, hidden: the table's rows and the hidden width.
+  """
+
+  def __init__(self, rows=ROWS, hidden=HIDDEN):
+    self.shapes = {TABLE: (rows, IN), 'layer1/w1': (IN, hidden),
+                   'layer2/w2': (hidden, OUT), 'layer2/b2': (OUT,)}
 
   def build(self, dtype=tf.float32):
     ids = tf1.placeholder(tf.int32, [BATCH])
     x = tf1.placeholder(dtype, [BATCH, IN])
     y = tf1.placeholder(dtype, [BATCH, OUT])
     init = tf1.random_normal_initializer(stddev=0.5)
-    table = tf1.get_variable(TABLE, SHAPES[TABLE], dtype, init)
-    w1 = tf1.get_variable('layer1/w1', SHAPES['layer1/w1'], dtype, init)
-    w2 = tf1.get_variable('layer2/w2', SHAPES['layer2/w2'], dtype, init)
-    b2 = tf1.get_variable('layer2/b2', SHAPES['layer2/b2'], dtype, init)
+    table, w1, w2, b2 = (tf1.get_variable(k, self.shapes[k], dtype, init)
+                         for k in TRAINABLE)
     h = tf.tanh(tf.matmul(x + tf.gather(table, ids), w1))
     pred = tf.matmul(h, w2) + b2
     loss = 0.5 * tf.reduce_mean(tf.reduce_sum(tf.square(pred - y), axis=1))
@@ -70,9 +72,9 @@ class Case(object):
       return None
     return (self.create['loss_scale'], self.create['inc_loss_scale_every_n'])
 
-  def batches(self, num_towers):
+  def batches(self, num_towers, rows=ROWS):
     """`[step][tower]`, the inf planted."""
-    batches = make_batches(num_towers, self.steps)
+    batches = make_batches(num_towers, self.steps, rows=rows)
     if self.inf is not None:
       step, tower = self.inf
       batches[step] = with_inf(batches[step], tower)
@@ -85,11 +87,11 @@ def dynamic_options(every_n):
               inc_loss_scale_every_n=every_n)
 
 
-def make_batches(num_towers, steps, seed=0):
+def make_batches(num_towers, steps, seed=0, rows=ROWS):
   """`[step][tower]` of `(ids, x, y)`; ids repeat within and across towers,
-  and never name `UNUSED_ROW`."""
+  and never name the table's last row (which must never move)."""
   rng = np.random.RandomState(seed)
-  return [[(rng.randint(0, UNUSED_ROW, BATCH).astype(np.int32),
+  return [[(rng.randint(0, rows - 1, BATCH).astype(np.int32),
             rng.randn(BATCH, IN).astype(np.float32),
             rng.randn(BATCH, OUT).astype(np.float32))
            for _ in range(num_towers)] for _ in range(steps)]
