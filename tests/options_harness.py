@@ -100,9 +100,10 @@ class Run(object):
           self.put_ops.extend(put for put, _ in staging_ops.values())
       apply_devices, self.state = mgr.preprocess_device_grads(device_grads)
       if optimizer == 'momentum':
-        opt = tf1.train.MomentumOptimizer(LEARNING_RATE, 0.9)
+        opt = tf1.train.MomentumOptimizer(LEARNING_RATE, 0.9, use_locking=True)
       else:
-        opt = tf1.train.GradientDescentOptimizer(LEARNING_RATE)
+        opt = tf1.train.GradientDescentOptimizer(LEARNING_RATE,
+                                                 use_locking=True)
       training_ops = []
       for i, dev in enumerate(apply_devices):
         with tf1.device(dev):

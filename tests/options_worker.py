@@ -93,7 +93,7 @@ def main(argv):
           grads = tf.gradients(mgr.scale_loss(loss), params)
           device_grads.append(zip(grads, params))
     apply_devices, state = mgr.preprocess_device_grads(device_grads)
-    opt = tf.train.GradientDescentOptimizer(LEARNING_RATE)
+    opt = tf.train.GradientDescentOptimizer(LEARNING_RATE, use_locking=True)
     training_ops = []
     for i, device in enumerate(apply_devices):
       with tf.device(device):

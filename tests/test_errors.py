@@ -216,7 +216,8 @@ def test_distributed_replicated_host_with_a_barrier_builds(make_host):
     with tf1.device(apply_devices[0]):
       grads = mgr.get_gradients_to_apply(0, state)
       mgr.append_apply_gradients_ops(
-          state, tf1.train.GradientDescentOptimizer(0.1), grads, training_ops)
+          state, tf1.train.GradientDescentOptimizer(0.1, use_locking=True),
+          grads, training_ops)
   assert calls and all(c.startswith('replicate_variable') for c in calls)
   assert training_ops
 

@@ -431,7 +431,7 @@ def _worker_graph(create_args):
     before = set(graph.get_operations())
     apply_devices, state = mgr.preprocess_device_grads(tower_grads)
     training_ops = []
-    opt = tf1.train.GradientDescentOptimizer(0.1)
+    opt = tf1.train.GradientDescentOptimizer(0.1, use_locking=True)
     for i, device in enumerate(apply_devices):
       with tf1.device(device):
         mgr.append_apply_gradients_ops(

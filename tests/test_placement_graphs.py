@@ -56,7 +56,7 @@ def _build(mgr, host, num_towers, model=_model, train=True, record=None):
   training_ops = []
   if train:
     apply_devices, state = mgr.preprocess_device_grads(device_grads)
-    opt = tf1.train.GradientDescentOptimizer(0.5)
+    opt = tf1.train.GradientDescentOptimizer(0.5, use_locking=True)
     for i, dev in enumerate(apply_devices):
       with tf1.device(dev):
         grads = mgr.get_gradients_to_apply(i, state)

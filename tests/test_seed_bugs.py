@@ -383,7 +383,7 @@ def test_variables_to_save_distributed_replicated_are_masters():
           params = mgr.trainable_variables_on_device(d)
           device_grads.append(zip(tf.gradients(loss, params), params))
     apply_devices, state = mgr.preprocess_device_grads(device_grads)
-    opt = tf1.train.GradientDescentOptimizer(0.1)
+    opt = tf1.train.GradientDescentOptimizer(0.1, use_locking=True)
     training_ops = []
     for i, dev in enumerate(apply_devices):
       with tf1.device(dev):

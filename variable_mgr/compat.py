@@ -83,6 +83,14 @@ def nccl_all_sum(tensors):
   return nccl_ops.all_sum(tensors)
 
 
+def optimizer_locks(opt):
+  """Whether `opt` (a tf.compat.v1.train.Optimizer) updates each variable
+  under its lock (`use_locking=True`); None for an optimizer that does not
+  say (not a tf.compat.v1.train.Optimizer)."""
+  locks = getattr(opt, '_use_locking', None)
+  return None if locks is None else bool(locks)
+
+
 def major_version():
   """The major release of the installed TensorFlow: 1 or 2."""
   return int(_tf.__version__.split('.')[0])

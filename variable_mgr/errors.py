@@ -78,3 +78,9 @@ class CheckpointMissingError(VariableMgrError):
 
 class CheckpointCorruptError(VariableMgrError):
   """A `checkpoint` file or a checkpoint's files cannot be read."""
+
+
+class UnlockedUpdateError(VariableMgrError):
+  """Several workers update the same variables with an optimizer that does
+  not lock them (`use_locking=False`): concurrent updates lose parts of
+  each other."""

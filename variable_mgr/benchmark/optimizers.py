@@ -176,13 +176,17 @@ def learning_rate_tensor(config, global_step, global_batch):
       rate, float) else rate
 
 
-def make_optimizer(config, global_step=None, global_batch=None):
+def make_optimizer(config, global_step=None, global_batch=None,
+                   use_locking=False):
   """The optimizer `config` asks for, at its learning rate.
 
   Args:
     config: a resolved BenchmarkConfig.
     global_step: the step variable a learning-rate schedule reads.
     global_batch: images a step over every tower of every worker.
+    use_locking: update each variable under its lock: needed where several
+      workers update the same variables (see
+      `variable_mgr.strategies.parameter_server.check_locking`).
 
   Raises:
     LearningRateError: see `learning_rate`.
@@ -191,18 +195,22 @@ def make_optimizer(config, global_step=None, global_batch=None):
   if config.optimizer == 'momentum':
     # tf_cnn_benchmarks' momentum is Nesterov's.
     return tf.train.MomentumOptimizer(rate, config.momentum,
+                                      use_locking=use_locking,
                                       use_nesterov=True)
   if config.optimizer == 'rmsprop':
     return tf.train.RMSPropOptimizer(rate, config.rmsprop_decay,
                                      momentum=config.rmsprop_momentum,
-                                     epsilon=config.rmsprop_epsilon)
+                                     epsilon=config.rmsprop_epsilon,
+                                     use_locking=use_locking)
   if config.optimizer == 'adam':
     if global_step is None:
       return tf.train.AdamOptimizer(rate, config.adam_beta1,
-                                    config.adam_beta2, config.adam_epsilon)
+                                    config.adam_beta2, config.adam_epsilon,
+                                    use_locking=use_locking)
     return StepAdamOptimizer(global_step, rate, config.adam_beta1,
-                             config.adam_beta2, config.adam_epsilon)
-  return tf.train.GradientDescentOptimizer(rate)
+                             config.adam_beta2, config.adam_epsilon,
+                             use_locking=use_locking)
+  return tf.train.GradientDescentOptimizer(rate, use_locking=use_locking)
 
 
 class StepAdamOptimizer(tf.train.AdamOptimizer):
@@ -217,9 +225,10 @@ class StepAdamOptimizer(tf.train.AdamOptimizer):
   calls (the same values as tf.train's with one call a step).
   """
 
-  def __init__(self, global_step, learning_rate, beta1, beta2, epsilon):
+  def __init__(self, global_step, learning_rate, beta1, beta2, epsilon,
+               use_locking=False):
     super(StepAdamOptimizer, self).__init__(learning_rate, beta1, beta2,
-                                            epsilon)
+                                            epsilon, use_locking=use_locking)
     self._step = global_step
 
   def _create_slots(self, var_list):

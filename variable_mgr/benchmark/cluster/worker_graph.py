@@ -112,8 +112,11 @@ def build_worker_graph(config, host, spec, sync):
       # reads them for this step's gradients (or staged puts).
       gradients_ready = host.add_sync_queues_and_barrier(
           'gradients_ready_', [tf.group(*state.variable_reads), average_loss])
+    # Several workers update the variables on the PS tasks: under their
+    # locks (see parameter_server.check_locking).
     optimizer = optimizers.make_optimizer(
-        config, global_step, config.batch_size * host.num_gpus * num_workers)
+        config, global_step, config.batch_size * host.num_gpus * num_workers,
+        use_locking=num_workers > 1)
     training_ops = []
     for i, device in enumerate(apply_devices):
       with tf.device(device):
