@@ -215,7 +215,7 @@ MUTATIONS = [
 
     # -- Errors (tests/test_errors.py) ------------------------------------------
     dict(name='accumulation-dtype-integer-accepted',
-         path='variable_mgr/base.py',
+         path='variable_mgr/validation.py',
          old='  if result is None or not result.is_floating:\n',
          new='  if result is None:\n',
          tests=['tests/test_errors.py::test_bad_accumulation_dtype']),

@@ -269,7 +269,7 @@ def test_relaxed_consistency():
 
 def test_the_host_and_the_outer_stages():
   host = _controller()
-  assert host.num_gpus == 4 and host.num_workers == 2
+  assert host.num_gpus == 4 and host.worker_count == 2
   assert host.worker_devices(1) == ['/job:worker/replica:0/task:1/cpu:0',
                                     '/job:worker/replica:0/task:1/cpu:1']
   assert host.cpu_device == '/job:worker/replica:0/task:0/cpu:0'

@@ -25,134 +25,36 @@ see `variable_mgr.ordering` for what a read is and why that is enough. With
 ref variables (TF 1.15's default), whose reads alias the variable's buffer,
 an update that is not ordered so can change a value that the backward pass is
 still reading.
+
+Beside this module: `gradient_state` (what the protocol calls hand each
+other), `validation` (the checks of the configuration and the gradients),
+`naming` (variable names and their canonical form), `mixed_precision` and
+`accumulation` (what the training options add to a step).
 """
 
 import abc
 import collections
-import contextlib
-import re
 
 from variable_mgr import accumulation
 from variable_mgr import errors
+from variable_mgr import gradient_state as gradient_state_lib
 from variable_mgr import interface
 from variable_mgr import mixed_precision
+from variable_mgr import naming
 from variable_mgr import ordering
 from variable_mgr import tower_variables
 from variable_mgr import training_options
+from variable_mgr import validation
 from variable_mgr.compat import tf
 
 REDUCTIONS = ('mean', 'sum')
 
-# `v/` (shared variables) or `v<d>/` (tower d's copy).
-_TOWER_SCOPE = re.compile(r'^v(\d*)/')
-
-
-def strip_port(name):
-  """'v0/w:0' -> 'v0/w'."""
-  return name[:-2] if name.endswith(':0') else name
-
-
-def tower_scope_of(name):
-  """('v0', 0) for 'v0/w', ('v', None) for 'v/w', (None, None) otherwise."""
-  match = _TOWER_SCOPE.match(name)
-  if not match:
-    return None, None
-  index = match.group(1)
-  return 'v' + index, (int(index) if index else None)
-
-
-def canonical_name(name):
-  """A variable's name without the manager's scope: 'v0/conv/w:0' -> 'conv/w'."""
-  name = strip_port(name)
-  scope, _ = tower_scope_of(name)
-  return name[len(scope) + 1:] if scope else name
-
-
-def _device_key(device):
-  """Canonical form of a device string, to find duplicates."""
-  return tf.DeviceSpec.from_string(device).to_string().lower()
-
-
-class StepControl(object):
-  """What the training options add to a step (see `training_options`).
-
-  Attributes:
-    go: bool scalar, the strategy combines and applies this step; None when
-      it does every step (the gradients handed over are then not gated).
-    ops: assigns of the step's state (accumulators, deferred gradients,
-      counters, loss scale) that run every step.
-    device: where `go` and the op that waits for the updates live.
-  """
-
-  def __init__(self, go, ops, device):
-    self.go = go
-    self.ops = list(ops)
-    self.device = device
-    self.ops_appended = False
-
-
-class GradientState(object):
-  """What `preprocess_device_grads` hands to the later protocol calls.
-
-  Attributes:
-    apply_devices: the devices the harness applies gradients on.
-    tower_grads: `[tower][(grad, var)]` as the towers gave them.
-    payload: the strategy's own result (reduced gradients, ...).
-    waits: `{variable op name: [ops]}`, what an update of each variable must
-      run after (its readers, see `variable_mgr.ordering`, and the
-      strategy's own, such as staged reads).
-    variable_reads: every op of `waits`, for a harness that orders updates
-      across workers (a worker may not update a shared variable while
-      another still reads it).
-    step_control: a `StepControl` when training options change the step,
-      else None.
-  """
-
-  def __init__(self, apply_devices, tower_grads, payload, waits):
-    self.apply_devices = list(apply_devices)
-    self.tower_grads = tower_grads
-    self.payload = payload
-    self.waits = waits
-    self.variable_reads = list(collections.OrderedDict(
-        (op, None) for ops in waits.values() for op in ops))
-    self._index = ordering.AncestorIndex(self.variable_reads)
-    self.step_control = None
-
-  def after_reads(self, grad, var):
-    """`grad`, made to arrive after the ops `var`'s update must follow."""
-    return ordering.after(grad, self.waits.get(var.op.name, ()), self._index)
-
-
-def _with_float32_storage(outer_scope):
-  """`create_outer_variable_scope` with `mixed_precision`'s getter added
-  inside the strategy's: float16 trainable variables stored in float32."""
-
-  @contextlib.contextmanager
-  def scope(device_num):
-    with outer_scope(device_num) as strategy_scope:
-      with tf.variable_scope(
-          strategy_scope,
-          custom_getter=mixed_precision.float32_storage_getter,
-          auxiliary_name_scope=False) as inner:
-        yield inner
-
-  return scope
-
-
-def _floating_dtype(dtype):
-  """`dtype` as a floating tf.DType (None stays None)."""
-  if dtype is None:
-    return None
-  try:
-    result = tf.as_dtype(dtype)
-  except TypeError:
-    result = None
-  if result is None or not result.is_floating:
-    raise errors.InvalidOptionError(
-        'accumulation_dtype=%r: must be a floating dtype such as tf.float32 '
-        'or \'float32\', or None to add gradients in their own dtype.' %
-        (dtype,))
-  return result
+# Where the strategies and the harness have always found them.
+strip_port = naming.strip_port
+tower_scope_of = naming.tower_scope_of
+canonical_name = naming.canonical_name
+StepControl = gradient_state_lib.StepControl
+GradientState = gradient_state_lib.GradientState
 
 
 class VariableMgr(abc.ABC):
@@ -190,11 +92,12 @@ class VariableMgr(abc.ABC):
           (reduction, ' or '.join(repr(r) for r in REDUCTIONS),
            self.default_reduction))
     self.reduction = reduction
-    self.accumulation_dtype = _floating_dtype(accumulation_dtype)
+    self.accumulation_dtype = validation.floating_dtype(accumulation_dtype)
     self.training_options = training_options.TrainingOptions()
     self._loss_scale = None
     self._internal_variables = []
-    self._check_towers(list(benchmark_cnn.raw_devices), benchmark_cnn.num_gpus)
+    validation.check_towers(list(benchmark_cnn.raw_devices),
+                            benchmark_cnn.num_gpus)
     self._check_config()
 
   # Whether `variable_consistency='relaxed'` applies (replicated says yes).
@@ -237,7 +140,7 @@ class VariableMgr(abc.ABC):
           'training options once, before building the towers.')
     self.training_options = options
     if options.use_fp16:
-      self.create_outer_variable_scope = _with_float32_storage(
+      self.create_outer_variable_scope = mixed_precision.with_float32_storage(
           self.create_outer_variable_scope)
 
   def scale_loss(self, loss):
@@ -257,28 +160,6 @@ class VariableMgr(abc.ABC):
     """The loss-scale variable (float32), or None without `use_fp16` (or
     before the first `scale_loss`)."""
     return self._loss_scale.variable if self._loss_scale else None
-
-  @staticmethod
-  def _check_towers(raw_devices, num_gpus):
-    if not raw_devices:
-      raise errors.TowerCountError(
-          'raw_devices is empty: a job needs at least one tower device, '
-          'e.g. [\'/cpu:0\'] or [\'/gpu:0\', \'/gpu:1\'].')
-    if num_gpus != len(raw_devices):
-      raise errors.TowerCountError(
-          'num_gpus=%r but raw_devices has %d entries (%s): they must agree, '
-          'one device a tower.' % (num_gpus, len(raw_devices),
-                                   ', '.join(raw_devices)))
-    seen = {}
-    for i, device in enumerate(raw_devices):
-      key = _device_key(device)
-      if key in seen:
-        raise errors.DuplicateDeviceError(
-            'towers %d and %d are both on %r: every tower needs a device of '
-            'its own (for several towers on one CPU, give the session '
-            'ConfigProto(device_count={\'CPU\': n}) and use /cpu:0../cpu:n-1).'
-            % (seen[key], i, device))
-      seen[key] = i
 
   def _check_config(self):
     """Hook: refuse a bad configuration before any graph is built."""
@@ -353,7 +234,7 @@ class VariableMgr(abc.ABC):
     """
     towers = [list(grads) for grads in device_grads]
     tower_variables.check_tower_variables(towers)
-    self._check_gradients(towers)
+    validation.check_gradients(towers, self.num_towers, self._same_variable)
     # Found before the strategy adds ops of its own: only the towers' ops
     # (and staged puts) read the variables yet.
     variables = self._updated_variables(towers)
@@ -379,7 +260,7 @@ class VariableMgr(abc.ABC):
     before = set(id(v) for v in tf.local_variables())
     with tf.name_scope('training_options'):
       if options.use_fp16:
-        self._check_scaled(towers)
+        mixed_precision.check_scaled(self._loss_scale, towers)
         towers = [[(self._loss_scale.unscale(g), v) for g, v in tower]
                   for tower in towers]
       if options.backward_passes_per_step > 1:
@@ -407,26 +288,6 @@ class VariableMgr(abc.ABC):
     self._internal_variables = [v for v in tf.local_variables()
                                 if id(v) not in before]
     return towers, StepControl(go, ops, cpu)
-
-  def _check_scaled(self, towers):
-    """Refuses towers whose gradients were not taken of `scale_loss`."""
-    scale = self._loss_scale
-    if scale is None:
-      raise errors.ProtocolError(
-          'use_fp16 but scale_loss was never called: differentiate '
-          'mgr.scale_loss(loss) in every tower, so that float16 gradients '
-          'do not underflow.')
-    index = ordering.AncestorIndex([scale.value.op])
-    for t, tower in enumerate(towers):
-      grads = [g for g, _ in tower if g is not None]
-      if not grads:
-        continue
-      values = grads[0].values if isinstance(grads[0], tf.IndexedSlices) \
-          else grads[0]
-      if index.missing([scale.value.op], values.op):
-        raise errors.ProtocolError(
-            'use_fp16: the gradients of tower %d are not taken of the scaled '
-            'loss; differentiate mgr.scale_loss(loss) in every tower.' % t)
 
   def _gated_step_ops(self, go):
     """Hook: ops that run every step of a gated step (see
@@ -539,10 +400,7 @@ class VariableMgr(abc.ABC):
   # -- Validation -------------------------------------------------------------
 
   def _check_tower_index(self, device_num):
-    if not 0 <= device_num < self.num_towers:
-      raise errors.ProtocolError(
-          'device_num=%r: this manager has %d towers (0..%d).' %
-          (device_num, self.num_towers, self.num_towers - 1))
+    validation.check_tower_index(device_num, self.num_towers)
 
   def _same_variable(self, tower_var, first_var):
     """Whether two towers' entries name the same model variable."""
@@ -550,42 +408,3 @@ class VariableMgr(abc.ABC):
       return (canonical_name(tower_var.op.name) ==
               canonical_name(first_var.op.name))
     return tower_var is first_var
-
-  def _check_gradients(self, towers):
-    if len(towers) != self.num_towers:
-      raise errors.GradientListError(
-          'got gradients of %d towers for %d tower devices: pass one '
-          '[(grad, var)] list a tower, in device order.' %
-          (len(towers), self.num_towers))
-    first = towers[0]
-    for t, tower in enumerate(towers):
-      if len(tower) != len(first):
-        raise errors.GradientListError(
-            'tower %d has %d (grad, var) pairs but tower 0 has %d: every '
-            'tower must list the same variables.' % (t, len(tower), len(first)))
-      for i, ((g, v), (g0, v0)) in enumerate(zip(tower, first)):
-        if not self._same_variable(v, v0):
-          raise errors.GradientListError(
-              'pair %d of tower %d is for %s but tower 0 has %s there: list '
-              'the variables in the same order on every tower.' %
-              (i, t, v.op.name, v0.op.name))
-        if (g is None) != (g0 is None):
-          raise errors.GradientListError(
-              'the gradient of %s is None on tower %d but not on tower %d: '
-              'towers must build the same model.' %
-              (v.op.name, t if g is None else 0, 0 if g is None else t))
-        if g is not None:
-          self._check_shape(g, v)
-
-  @staticmethod
-  def _check_shape(grad, var):
-    if isinstance(grad, tf.IndexedSlices):
-      shape = grad.values.shape[1:]
-      expected = var.shape[1:]
-    else:
-      shape, expected = grad.shape, var.shape
-    if not shape.is_compatible_with(expected):
-      raise errors.GradientShapeError(
-          'the gradient of %s has shape %s but the variable has shape %s: '
-          'pair each gradient with its own variable.' %
-          (var.op.name, shape, var.shape))

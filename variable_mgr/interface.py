@@ -15,7 +15,7 @@ else:
 | `ps_hosts`                    | distributed: one entry a PS task           |
 | `cluster`                     | distributed: a `tf.train.ClusterSpec`      |
 | `add_sync_queues_and_barrier` | distributed_replicated: a worker barrier   |
-| `num_workers`                 | collective_all_reduce, distributed_all_reduce |
+| `num_workers`                 | collective_all_reduce                      |
 
 `LocalBenchmarkCnn` implements it for the devices of one process, so the
 library can be driven without tf_cnn_benchmarks; `ClusterBenchmarkCnn` for
@@ -270,8 +270,9 @@ class ControllerBenchmarkCnn(BenchmarkCnnLike):
     local_parameter_device: `'cpu'` or `'gpu'`.
 
   Attributes:
-    num_workers: the workers of the cluster.
-    towers_per_worker: as given; `num_gpus` is `num_workers *
+    worker_count: the workers of the cluster (not `num_workers`, which
+      names the workers of a between-graph worker's host).
+    towers_per_worker: as given; `num_gpus` is `worker_count *
       towers_per_worker`, the towers of the whole graph.
     cpu_device, param_server_device: worker 0's CPU.
 
@@ -294,13 +295,13 @@ class ControllerBenchmarkCnn(BenchmarkCnnLike):
           'cluster, e.g. {"worker": ["10.0.0.2:2222", "10.0.0.3:2222"]}.' %
           sorted(cluster.jobs))
     self.cluster = cluster
-    self.num_workers = len(cluster.job_tasks('worker'))
+    self.worker_count = len(cluster.job_tasks('worker'))
     self.towers_per_worker = towers_per_worker
     self.ps_hosts = (cluster.job_tasks('ps') if 'ps' in cluster.jobs
                      else [])
     self.local_parameter_device_flag = local_parameter_device
     prefixes = ['/job:worker/replica:0/task:%d' % k
-                for k in range(self.num_workers)]
+                for k in range(self.worker_count)]
     self.raw_devices = [prefix + d for prefix in prefixes
                         for d in local.raw_devices]
     self.devices = list(self.raw_devices)

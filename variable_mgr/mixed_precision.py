@@ -24,7 +24,11 @@ assign depends on the reads by data and needs no control edge. Both are
 resource variables (`variable_mgr.step_state` says why).
 """
 
+import contextlib
+
 from variable_mgr import compat
+from variable_mgr import errors
+from variable_mgr import ordering
 from variable_mgr import step_state
 from variable_mgr.compat import tf
 
@@ -43,6 +47,22 @@ def float32_storage_getter(getter, name, *args, **kwargs):
     var = getter(name, *args, **kwargs)
     return tf.cast(var, tf.float16)
   return getter(name, *args, **kwargs)
+
+
+def with_float32_storage(outer_scope):
+  """`create_outer_variable_scope` with `mixed_precision`'s getter added
+  inside the strategy's: float16 trainable variables stored in float32."""
+
+  @contextlib.contextmanager
+  def scope(device_num):
+    with outer_scope(device_num) as strategy_scope:
+      with tf.variable_scope(
+          strategy_scope,
+          custom_getter=float32_storage_getter,
+          auxiliary_name_scope=False) as inner:
+        yield inner
+
+  return scope
 
 
 def _state_variable(name, value, dtype, device):
@@ -147,3 +167,24 @@ def tower_all_finite(grads):
     return tf.constant(True)
   with tf.colocate_with(flags[0].op):
     return tf.reduce_all(tf.stack(flags))
+
+
+def check_scaled(scale, towers):
+  """Refuses towers whose gradients were not taken of `scale.scale_loss`
+  (`scale`: the manager's LossScale, None before the first `scale_loss`)."""
+  if scale is None:
+    raise errors.ProtocolError(
+        'use_fp16 but scale_loss was never called: differentiate '
+        'mgr.scale_loss(loss) in every tower, so that float16 gradients '
+        'do not underflow.')
+  index = ordering.AncestorIndex([scale.value.op])
+  for t, tower in enumerate(towers):
+    grads = [g for g, _ in tower if g is not None]
+    if not grads:
+      continue
+    values = grads[0].values if isinstance(grads[0], tf.IndexedSlices) \
+        else grads[0]
+    if index.missing([scale.value.op], values.op):
+      raise errors.ProtocolError(
+          'use_fp16: the gradients of tower %d are not taken of the scaled '
+          'loss; differentiate mgr.scale_loss(loss) in every tower.' % t)

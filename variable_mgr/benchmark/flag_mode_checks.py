@@ -16,7 +16,10 @@ CLUSTER_STRATEGIES = ('parameter_server', 'distributed_replicated',
                       'collective_all_reduce', 'distributed_all_reduce')
 CLUSTER_ONLY_STRATEGIES = ('collective_all_reduce', 'distributed_all_reduce')
 # The flags that say which task of a cluster this process is.
-TASK_FLAGS = ('job_name', 'task_index', 'ps_hosts', 'worker_hosts')
+TASK_FLAGS = ('job_name', 'task_index', 'ps_hosts', 'worker_hosts',
+              'controller_host')
+# The strategy whose cluster is a controller and workers that serve.
+CONTROLLER_STRATEGY = 'distributed_all_reduce'
 # Flags a cluster run reads and a run on one machine would ignore.
 CLUSTER_ONLY_FLAGS = ('cross_replica_sync', 'op_timeout_secs',
                       'startup_timeout_secs', 'save_model_steps', 'num_ps',
@@ -74,6 +77,7 @@ def check(args, typed, environ, command):
                            '--' + compare_flags[0],
                            flag_list(compare_flags, args)))
   _check_strategy(args, typed, cluster, mode)
+  _check_controller(args, typed, tf_config, launch)
   if cluster:
     ignored = [f for f in LOCAL_ONLY_FLAGS if f in typed and getattr(args, f)]
     if ignored:
@@ -168,3 +172,45 @@ def _check_strategy(args, typed, cluster, mode):
         'for parameter_server; drop the flag or pass '
         '--variable_update=parameter_server' %
         value(args, 'variable_update'))
+
+
+def _check_controller(args, typed, tf_config, launch):
+  """The controller's cluster of distributed_all_reduce: a controller and
+  workers, no PS task, every task told the controller's address."""
+  strategy = args.variable_update == CONTROLLER_STRATEGY
+  if not strategy:
+    if args.job_name == 'controller':
+      raise UsageError(
+          '--job_name=controller with %s: a controller drives the one graph '
+          'of --variable_update=%s only; pass that, or --job_name=ps or '
+          'worker' % (value(args, 'variable_update'), CONTROLLER_STRATEGY))
+    if 'controller_host' in typed:
+      raise UsageError(
+          '%s with %s: only the tasks of --variable_update=%s have a '
+          'controller; drop --controller_host' % (
+              given(args, 'controller_host'), value(args, 'variable_update'),
+              CONTROLLER_STRATEGY))
+    return
+  for flag in ('num_ps', 'ps_hosts'):
+    if flag in typed:
+      raise UsageError(
+          '%s with --variable_update=%s: no variable lives on a PS task '
+          '(the cluster is --num_workers workers that serve and a controller '
+          'that runs the graph); drop %s' % (
+              given(args, flag), CONTROLLER_STRATEGY, flag_list([flag], args)))
+  if args.job_name == 'ps':
+    raise UsageError(
+        '--job_name=ps with --variable_update=%s: its tasks are a '
+        'controller and the workers; pass --job_name=controller or worker'
+        % CONTROLLER_STRATEGY)
+  if tf_config:
+    raise UsageError(
+        'TF_CONFIG with --variable_update=%s: TF_CONFIG has no controller '
+        'task; unset it and pass --job_name=controller or worker, '
+        '--worker_hosts and --controller_host' % CONTROLLER_STRATEGY)
+  if args.job_name and not launch and not args.controller_host:
+    raise UsageError(
+        '--job_name=%s with --variable_update=%s needs --controller_host: '
+        'every task is told the controller\'s host:port (the workers watch '
+        'it), e.g. --controller_host=10.0.0.1:2222' % (
+            args.job_name, CONTROLLER_STRATEGY))

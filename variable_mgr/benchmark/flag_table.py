@@ -51,6 +51,12 @@ def choice(name, choices, default, help_text, lower=False, refused=None):
               syntax='|'.join(choices))
 
 
+HOROVOD_REFUSED = (
+    'Horovod is not part of this benchmark (it needs horovod and MPI); its '
+    'all-reduce of every tower of every worker, averaged, is '
+    '{flag}=collective_all_reduce (with --launch_local_cluster or '
+    '--job_name), which this benchmark runs on TensorFlow\'s collective '
+    'ops')
 NCHW_REFUSED = (
     'the benchmark\'s models are written NHWC, and tf_cnn_benchmarks refuses '
     'NCHW with --device=cpu; pass {flag}=NHWC (or drop the flag)')
@@ -61,7 +67,8 @@ def training_flags(model_names):
   return (
       choice('model', model_names, 'lenet', 'the model to train'),
       choice('variable_update', STRATEGY_NAMES, 'replicated',
-             'how variables are kept and updated'),
+             'how variables are kept and updated',
+             refused={'horovod': HOROVOD_REFUSED}),
       flag('num_gpus', t.int_at_least(1), 4,
            'number of towers (virtual CPU devices with --device=cpu)'),
       # tf_cnn_benchmarks takes CPU and GPU too.
@@ -244,14 +251,19 @@ DATA_FLAGS = (
 )
 
 CLUSTER_FLAGS = (
-    choice('job_name', ('ps', 'worker'), None,
+    choice('job_name', ('ps', 'worker', 'controller'), None,
            'this task\'s job; with --task_index, --ps_hosts, --worker_hosts. '
-           'Without it, TF_CONFIG is read when set'),
+           'Without it, TF_CONFIG is read when set. controller: '
+           'distributed_all_reduce\'s task that runs the one graph'),
     flag('task_index', t.int_at_least(0), 0,
          'this task\'s index in its job'),
     flag('ps_hosts', t.text, '', 'comma-separated host:port of the PS tasks'),
     flag('worker_hosts', t.text, '',
          'comma-separated host:port of the workers; worker 0 is the chief'),
+    flag('controller_host', t.text, None,
+         'distributed_all_reduce: host:port of the controller '
+         '(--job_name=controller), which builds one graph over every worker '
+         'and runs it on worker 0; every task of such a cluster needs it'),
     boolean('cross_replica_sync', True,
             'synchronous steps across workers (default); false: '
             'asynchronous parameter_server'),

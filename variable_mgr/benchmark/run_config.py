@@ -173,9 +173,15 @@ def check_cluster_config(args, cluster):
   from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
   config = from_args(args).resolved()
   with tf.Graph().as_default():
-    host = variable_mgr.ClusterBenchmarkCnn(
-        cluster, 0, config.num_gpus, config.device,
-        config.local_parameter_device)
+    if config.variable_update == 'distributed_all_reduce':
+      # The controller's host: every worker's towers in one graph.
+      host = variable_mgr.ControllerBenchmarkCnn(
+          {'worker': cluster['worker']}, config.num_gpus, config.device,
+          config.local_parameter_device)
+    else:
+      host = variable_mgr.ClusterBenchmarkCnn(
+          cluster, 0, config.num_gpus, config.device,
+          config.local_parameter_device)
     harness.create_manager(config, host)
 
 

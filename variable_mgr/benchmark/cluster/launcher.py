@@ -1,6 +1,8 @@
 """`--launch_local_cluster`: a whole ps/worker cluster on this machine.
 
-Starts `--num_ps` PS tasks and `--num_workers` workers, each a separate
+Starts `--num_ps` PS tasks and `--num_workers` workers (under
+distributed_all_reduce: the workers and a controller, see
+`controller_task`), each a separate
 Python process running `python -m variable_mgr.benchmark.distributed` with
 the caller's flags and its own `--job_name/--task_index`, on free ports of
 127.0.0.1. Every line a task prints is echoed with the task's name in front
@@ -114,24 +116,32 @@ class LocalCluster(object):
       tasks first) to run the tasks in; None: every task on 127.0.0.1.
     task_command: the command of a task before its flags (default: this
       Python's `-m variable_mgr.benchmark.distributed`).
+    controller: distributed_all_reduce's cluster: `num_workers` workers
+      that serve and a controller (started last, on one more address or
+      network host) that runs the one graph and writes the results;
+      `num_ps` must be 0.
   """
 
   def __init__(self, num_ps, num_workers, task_argv, output_dir,
-               op_timeout_secs, out=None, network=None, task_command=None):
+               op_timeout_secs, out=None, network=None, task_command=None,
+               controller=False):
+    self.controller_host = None
+    tasks = num_ps + num_workers + (1 if controller else 0)
     self.out = out or sys.stdout
     self.output_dir = output_dir
     self.op_timeout_secs = op_timeout_secs
     self.network = network
     if network is not None:
-      if len(network.hosts) != num_ps + num_workers:
+      if len(network.hosts) != tasks:
         raise ValueError('a network of %d hosts for %d tasks' % (
-            len(network.hosts), num_ps + num_workers))
+            len(network.hosts), tasks))
       addresses = ['%s:%d' % (h.address, netns.PORT) for h in network.hosts]
     else:
-      addresses = ['%s:%d' % (LOOPBACK, p)
-                   for p in free_ports(num_ps + num_workers)]
+      addresses = ['%s:%d' % (LOOPBACK, p) for p in free_ports(tasks)]
     self.ps_hosts = addresses[:num_ps]
-    self.worker_hosts = addresses[num_ps:]
+    self.worker_hosts = addresses[num_ps:num_ps + num_workers]
+    if controller:
+      self.controller_host = addresses[-1]
     self.task_command = list(task_command or [
         sys.executable, '-m', 'variable_mgr.benchmark.distributed'])
     self.task_argv = list(task_argv)
@@ -145,7 +155,10 @@ class LocalCluster(object):
       self.out.flush()
 
   def worker_output(self, index):
-    return os.path.join(self.output_dir, 'worker_%d.json' % index)
+    """The results file of worker `index` (or of 'controller')."""
+    return os.path.join(self.output_dir, (
+        'worker_%d.json' % index if index != 'controller' else
+        'controller.json'))
 
   def start(self):
     """Starts every task (PS tasks first)."""
@@ -157,22 +170,45 @@ class LocalCluster(object):
     env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
     env['PYTHONUNBUFFERED'] = '1'
     try:
-      for job, hosts in (('ps', self.ps_hosts), ('worker', self.worker_hosts)):
-        for index, address in enumerate(hosts):
-          argv = self.task_argv + [
-              '--job_name=%s' % job, '--task_index=%d' % index,
-              '--ps_hosts=%s' % ','.join(self.ps_hosts),
-              '--worker_hosts=%s' % ','.join(self.worker_hosts)]
-          if job == 'worker':
-            argv.append('--output=%s' % self.worker_output(index))
-          host = None
-          if self.network is not None:
-            host = self.network.hosts[
-                index + (len(self.ps_hosts) if job == 'worker' else 0)]
-          self._start_one(task_spec.task_name(job, index), address, argv, env,
-                          read_fd, host)
+      for name, address, argv, host in self.task_argvs():
+        self._start_one(name, address, argv, env, read_fd, host)
     finally:
       os.close(read_fd)
+
+  def task_argvs(self):
+    """[(name, address, flags, network host or None)] of every task, in
+    the order they start (PS tasks first, a controller last)."""
+    if self.controller_host is not None:
+      return self._controller_argvs()
+    tasks = []
+    for job, hosts in (('ps', self.ps_hosts), ('worker', self.worker_hosts)):
+      for index, address in enumerate(hosts):
+        argv = self.task_argv + [
+            '--job_name=%s' % job, '--task_index=%d' % index,
+            '--ps_hosts=%s' % ','.join(self.ps_hosts),
+            '--worker_hosts=%s' % ','.join(self.worker_hosts)]
+        if job == 'worker':
+          argv.append('--output=%s' % self.worker_output(index))
+        host = None
+        if self.network is not None:
+          host = self.network.hosts[
+              index + (len(self.ps_hosts) if job == 'worker' else 0)]
+        tasks.append((task_spec.task_name(job, index), address, argv, host))
+    return tasks
+
+  def _controller_argvs(self):
+    hosts = self.network.hosts if self.network is not None else None
+    common = ['--worker_hosts=%s' % ','.join(self.worker_hosts),
+              '--controller_host=%s' % self.controller_host]
+    tasks = [(task_spec.task_name('worker', k), address, self.task_argv + [
+        '--job_name=worker', '--task_index=%d' % k] + common,
+              hosts[k] if hosts else None)
+             for k, address in enumerate(self.worker_hosts)]
+    tasks.append(('controller', self.controller_host, self.task_argv + [
+        '--job_name=controller'] + common + [
+            '--output=%s' % self.worker_output('controller')],
+                  hosts[-1] if hosts else None))
+    return tasks
 
   def _start_one(self, name, address, argv, env, read_fd, host=None):
     command = self.task_command + argv
@@ -279,8 +315,11 @@ class LocalCluster(object):
       self._pipe = None
 
   def worker_results(self):
+    """The workers' results (the controller's alone: one graph)."""
     results = []
-    for index in range(len(self.worker_hosts)):
+    names = (['controller'] if self.controller_host is not None
+             else range(len(self.worker_hosts)))
+    for index in names:
       with open(self.worker_output(index)) as f:
         results.append(json.load(f))
     return results
@@ -351,7 +390,7 @@ def main(args, argv, out=None):
     return exit_status.fail(
         '--launch_local_cluster inside a launched task: a task runs one '
         'cluster task only.', exit_status.USAGE)
-  given = [f for f in task_spec.TASK_FLAGS
+  given = [f for f in task_spec.TASK_FLAGS + ('controller_host',)
            if any(a.split('=')[0] == '--' + f for a in argv)]
   if given:
     return exit_status.fail(
@@ -369,13 +408,17 @@ def main(args, argv, out=None):
   cluster = None
   status = 1
   try:
+    controller = args.variable_update == 'distributed_all_reduce'
     if rate is not None:
-      network = netns.Network(args.num_ps + args.num_workers, rate)
+      # distributed_all_reduce: the workers and a controller, no PS.
+      network = netns.Network(args.num_workers + 1 if controller else
+                              args.num_ps + args.num_workers, rate)
       network.create()
       out.write('launcher: network: %s\n' % network.describe())
-    cluster = LocalCluster(args.num_ps, args.num_workers,
-                           strip_launch_flag(argv), output_dir,
-                           args.op_timeout_secs, out, network)
+    cluster = LocalCluster(0 if controller else args.num_ps,
+                           args.num_workers, strip_launch_flag(argv),
+                           output_dir, args.op_timeout_secs, out, network,
+                           controller=controller)
     cluster.start()
     failed = cluster.wait()
     if failed is None:
@@ -420,7 +463,10 @@ def _report(cluster, args, out):
       'workers': results,
   }
   out.write('-' * 64 + '\n')
-  if total is not None:
+  if total is not None and getattr(cluster, 'controller_host', None):
+    out.write('cluster total images/sec: %.2f (the controller\'s one graph '
+              'over %d workers)\n' % (total, len(cluster.worker_hosts)))
+  elif total is not None:
     out.write('cluster total images/sec: %.2f (%d workers: %s)\n' % (
         total, len(rates), ', '.join('%.2f' % r for r in rates)))
   else:

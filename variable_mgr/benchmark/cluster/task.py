@@ -11,6 +11,7 @@ import os
 from variable_mgr.benchmark import exit_status
 from variable_mgr.benchmark import output
 from variable_mgr.benchmark import run_config
+from variable_mgr.benchmark.cluster import controller_task
 from variable_mgr.benchmark.cluster import launcher
 from variable_mgr.benchmark.cluster import liveness
 from variable_mgr.benchmark.cluster import ps_task
@@ -40,6 +41,9 @@ def run_task(args, environ=None, log=print):
     ClusterConfigError / VariableMgrError: a bad cluster or configuration.
     TaskFailedError: another task died, or a call outlived its deadline.
   """
+  if args.variable_update == controller_task.STRATEGY:
+    # One controller and workers that serve, no PS task.
+    return controller_task.run_task(args, environ, log)
   spec = task_spec.resolve(args.job_name, args.task_index, args.ps_hosts,
                            args.worker_hosts, environ)
   if spec is None:

@@ -1,0 +1,147 @@
+"""--variable_update=distributed_all_reduce on a loopback cluster: two
+workers that serve and a controller that runs the one graph.
+
+Steps against NumPy (the sum over the 4 towers, the strategy's default),
+an exact resume from the checkpoint, a dead worker and a dead controller
+named by every survivor, and the flags' refusals.
+"""
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+import clusterlib
+from variable_mgr.benchmark import distributed
+from variable_mgr.benchmark import flags as cli_flags
+
+WORKERS = 2
+OP_TIMEOUT = 20
+
+
+def _flags(*more):
+  return clusterlib.BASE_FLAGS + [
+      '--variable_update', 'distributed_all_reduce', '--all_reduce_spec',
+      'pscpu/xring', '--num_workers', str(WORKERS), '--device', 'cpu',
+      '--op_timeout_secs', str(OP_TIMEOUT)] + list(more)
+
+
+def _sum_reference(values, steps):
+  """w[t+1] = w[t] - lr * sum over the 4 towers of g(w[t])."""
+  batches = clusterlib.tower_batches(WORKERS * clusterlib.TOWERS)
+  current = dict((k, v.astype(np.float64)) for k, v in values.items())
+  for _ in range(steps):
+    grads = [clusterlib.gradients(current, b) for b in batches]
+    current = dict((k, current[k] - clusterlib.LEARNING_RATE *
+                    sum(g[k] for g in grads)) for k in current)
+  return current
+
+
+def test_steps_equal_numpy_and_resume_exactly(launch, tmp_path):
+  """3 steps from a written checkpoint, then a new cluster resumes at
+  global step 3 and trains to --num_batches=5 (counted from step 0): each
+  checkpoint holds NumPy's variables of its step."""
+  train_dir = str(tmp_path / 'train')
+  initial = clusterlib.initial_values(seed=3)
+  clusterlib.write_checkpoint(train_dir, initial, 0)
+  first = launch(_flags('--train_dir', train_dir, '--num_batches', '3'))
+  assert first.finish() == 0, first.output
+  clusterlib.assert_all_gone(first)
+  assert sorted(first.tasks()) == ['controller', 'worker:0', 'worker:1']
+  assert any('cluster total images/sec' in l for l in first.lines)
+  values, step = clusterlib.read_checkpoint(train_dir)
+  assert step == 3
+  clusterlib.assert_close(values, _sum_reference(initial, 3))
+  second = launch(_flags('--train_dir', train_dir, '--num_batches', '5'))
+  assert second.finish() == 0, second.output
+  assert any('Global step 3 restored' in l or 'Restored' in l
+             for l in second.lines), second.output
+  values, step = clusterlib.read_checkpoint(train_dir)
+  assert step == 5
+  clusterlib.assert_close(values, _sum_reference(initial, 5))
+
+
+def _kill(launch, victim):
+  """Kills `victim` mid-run; returns the finished cluster, after checking
+  that it ended with status 1 within its bound, leaving no process."""
+  cluster = launch(_flags('--num_batches', '100000'))
+  cluster.wait_for_line(r'^\[controller\] 2\t', step=2)
+  pids = cluster.tasks()
+  os.kill(pids[victim], signal.SIGKILL)
+  killed_at = time.time()
+  bound = cluster.deadlines.stop
+  assert cluster.finish(bound) == 1, cluster.output
+  assert time.time() - killed_at < bound, cluster.output
+  clusterlib.assert_all_gone(cluster)
+  summary = [l for l in cluster.lines if l.startswith('launcher: error:')]
+  assert summary and summary[0].startswith(
+      'launcher: error: %s failed first (killed by SIGKILL)' % victim), (
+          cluster.output)
+  return cluster, pids
+
+
+@pytest.mark.parametrize('victim', ['worker:1', 'controller'])
+def test_a_dead_task_is_named_by_every_survivor(launch, victim):
+  cluster, pids = _kill(launch, victim)
+  for name in pids:
+    if name == victim:
+      continue
+    errors = [l for l in cluster.lines
+              if l.startswith('[%s] variable_mgr_benchmark: error:' % name)]
+    assert len(errors) == 1, cluster.output
+    assert 'dead task: %s at 127.0.0.1:' % victim in errors[0], errors[0]
+
+
+# -- Refusals of the command line ---------------------------------------------
+
+
+def _refused(capsys, argv):
+  assert distributed.main(argv) == 2
+  return capsys.readouterr().err.strip()
+
+
+TASK = ['--variable_update=distributed_all_reduce', '--all_reduce_spec=xring',
+        '--worker_hosts=127.0.0.1:2223,127.0.0.1:2224']
+
+
+@pytest.mark.parametrize('argv,fragments', [
+    (['--launch_local_cluster', '--variable_update=distributed_all_reduce'],
+     ['all_reduce_spec=None', "'pscpu/pscpu'"]),
+    (['--launch_local_cluster', '--variable_update=distributed_all_reduce',
+      '--all_reduce_spec=nccl'], ["'nccl' at position 0", '"nccl/xring"']),
+    (['--launch_local_cluster', '--num_ps=2'] + TASK[:2],
+     ['--num_ps=2 with --variable_update=distributed_all_reduce',
+      'drop --num_ps']),
+    (['--job_name=worker'] + TASK,
+     ['needs --controller_host', '--controller_host=10.0.0.1:2222']),
+    (['--job_name=ps', '--controller_host=127.0.0.1:2222'] + TASK,
+     ['--job_name=ps with', 'pass --job_name=controller or worker']),
+    (['--job_name=controller', '--controller_host=127.0.0.1:2222',
+      '--ps_hosts=127.0.0.1:2230'] + TASK,
+     ['--ps_hosts=127.0.0.1:2230 with', 'drop --ps_hosts']),
+    (['--job_name=controller', '--controller_host=127.0.0.1:2223'] + TASK,
+     ['127.0.0.1:2223 appears twice']),
+    (['--job_name=controller', '--variable_update=collective_all_reduce',
+      '--worker_hosts=127.0.0.1:2223', '--ps_hosts=127.0.0.1:2224'],
+     ['--job_name=controller with --variable_update=collective_all_reduce',
+      'pass that, or --job_name=ps or worker']),
+    (['--job_name=worker', '--task_index=0', '--controller_host=127.0.0.1:1',
+      '--variable_update=parameter_server', '--ps_hosts=127.0.0.1:2224',
+      '--worker_hosts=127.0.0.1:2223'],
+     ['--controller_host=127.0.0.1:1 with', 'drop --controller_host']),
+    (['--launch_local_cluster', '--variable_update=horovod'],
+     ['--variable_update=horovod', 'Horovod is not part of this benchmark',
+      '--variable_update=collective_all_reduce']),
+])
+def test_refused(capsys, argv, fragments):
+  message = _refused(capsys, argv)
+  for fragment in fragments:
+    assert fragment in message, (fragment, message)
+
+
+def test_a_run_on_one_machine_is_refused():
+  with pytest.raises(cli_flags.UsageError, match='needs a cluster'):
+    cli_flags.parse_args(['--variable_update=distributed_all_reduce',
+                          '--all_reduce_spec=xring'])
