@@ -1,5 +1,6 @@
 """The benchmark models: sizes, batch-norm updates against NumPy; the
-models built on tf.compat.v1.layers: their published sizes and outputs."""
+models built on tf.compat.v1.layers: their published sizes and outputs;
+each data set's table against tf_cnn_benchmarks' model_config."""
 
 import functools
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as _tf
 
+from variable_mgr.benchmark import model_layers
 from variable_mgr.benchmark import models
 
 tf = _tf.compat.v1
@@ -80,7 +82,7 @@ def test_batch_norm_moving_statistics(use_resource):
   x = rng.normal(2.0, 3.0, [4, 5, 5, 3]).astype(np.float32)
   graph = tf.Graph()
   with graph.as_default(), tf.variable_scope('', use_resource=use_resource):
-    layers = models._Layers(is_training=True)  # pylint: disable=protected-access
+    layers = model_layers.Layers(is_training=True)
     y = layers.batch_norm(tf.constant(x), relu=False)
     updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
     mean_var, variance_var = [v for v in tf.global_variables()
@@ -127,7 +129,7 @@ def _build_logits(name, is_training=True, batch=2):
   graph = tf.Graph()
   with graph.as_default():
     images = tf.placeholder(tf.float32, [batch] + list(model.image_shape))
-    layers = models._Layers(is_training)  # pylint: disable=protected-access
+    layers = model_layers.Layers(is_training)
     logits = model.build_fn(layers, images, model.num_classes)
   return graph, logits, layers
 
@@ -198,12 +200,12 @@ def test_layers_unavailable_is_a_named_error(monkeypatch):
         raise AttributeError('`layers` is not available with Keras 3.')
       return getattr(tf, name)
 
-  monkeypatch.setattr(models, 'tf', WithoutLayers())
+  monkeypatch.setattr(model_layers, 'tf', WithoutLayers())
   monkeypatch.setenv('TF_USE_LEGACY_KERAS', '0')
   with pytest.raises(models.LayersUnavailableError,
                      match=r'TF_USE_LEGACY_KERAS=0 .*tf_keras.*set '
                      r'TF_USE_LEGACY_KERAS=1 before TensorFlow is imported'):
-    models._StandardLayers(models._Layers(True))  # pylint: disable=protected-access
+    model_layers.StandardLayers(model_layers.Layers(True))
 
 
 @pytest.mark.filterwarnings('ignore:`tf.layers.')
@@ -215,7 +217,7 @@ def test_layers_default_names_are_the_same_in_every_tower(strategy):
   import variable_mgr  # pylint: disable=g-import-not-at-top
 
   def build_fn(layers, images, num_classes):
-    nets = models._StandardLayers(layers)  # pylint: disable=protected-access
+    nets = model_layers.StandardLayers(layers)
     x = nets.conv_bn(nets.conv_bn(images, 4, 3), 4, (1, 3))
     return nets.fc(x, num_classes, 'logits', relu=False)
 
@@ -238,3 +240,115 @@ def test_layers_default_names_are_the_same_in_every_tower(strategy):
       'conv_bn/conv/kernel', 'conv_bn/bn/gamma', 'conv_bn/bn/beta',
       'conv_bn_1/conv/kernel', 'conv_bn_1/bn/gamma', 'conv_bn_1/bn/beta',
       'logits/kernel', 'logits/bias']
+
+
+# --- each data set's models, as tf_cnn_benchmarks' model_config ----------
+
+# (data set, model) -> (image, classes): upstream's image_size (a square of
+# 3 channels, CNNModel's depth) and nclass (1001 for imagenet, whose class
+# 0 is the background; 10 for cifar10).
+UPSTREAM_SHAPES = {
+    ('imagenet', 'trivial'): ((227, 227, 3), 1001),  # 224 + 3
+    ('imagenet', 'lenet'): ((28, 28, 3), 1001),
+    ('imagenet', 'resnet50'): ((224, 224, 3), 1001),
+    ('imagenet', 'alexnet'): ((227, 227, 3), 1001),  # 224 + 3
+    ('imagenet', 'vgg16'): ((224, 224, 3), 1001),
+    ('imagenet', 'inception3'): ((299, 299, 3), 1001),
+    ('imagenet', 'resnet101'): ((224, 224, 3), 1001),
+    ('imagenet', 'resnet152'): ((224, 224, 3), 1001),
+    ('cifar10', 'trivial'): ((32, 32, 3), 10),
+    ('cifar10', 'resnet20'): ((32, 32, 3), 10),
+    ('cifar10', 'alexnet'): ((32, 32, 3), 10),
+}
+
+
+@pytest.mark.parametrize('data_name', ['imagenet', 'cifar10'])
+def test_each_data_set_has_upstreams_models_and_shapes(data_name):
+  for name in models.MODELS:
+    key = (data_name, name)
+    if key not in UPSTREAM_SHAPES:
+      with pytest.raises(models.UnknownModelError,
+                         match=r'--model=%s with --data_name=%s: '
+                         'tf_cnn_benchmarks has no %s for %s' % (
+                             name, data_name, name, data_name)):
+        models.get_model(name, data_name)
+      continue
+    model = models.get_model(name, data_name)
+    assert (model.image_shape, model.num_classes) == UPSTREAM_SHAPES[key]
+    # Batch size, rate and decay stay the model's.
+    own = models.get_model(name)
+    assert (model.default_batch_size, model.learning_rate,
+            model.weight_decay) == (own.default_batch_size,
+                                    own.learning_rate, own.weight_decay)
+
+
+def test_synthetic_and_digits_take_the_benchmarks_own_table():
+  for name, model in models.MODELS.items():
+    assert models.get_model(name) is model
+    assert models.get_model(name, 'digits') is model
+
+
+def _upstream_trivial_parameters(image_shape, classes):
+  inputs = int(np.prod(image_shape))
+  return (inputs + 1) + (1 * 4096 + 4096) + (4096 * classes + classes)
+
+
+@pytest.mark.parametrize('data_name, parameters', [
+    ('imagenet', 4263877), ('cifar10', 52235)])
+def test_upstream_trivial_layers(data_name, parameters):
+  """trivial_model: flatten, affine(1), affine(4096), then the logits."""
+  model = models.get_model('trivial', data_name)
+  assert _upstream_trivial_parameters(model.image_shape,
+                                      model.num_classes) == parameters
+  graph = tf.Graph()
+  with graph.as_default():
+    images = tf.placeholder(tf.float32, [2] + list(model.image_shape))
+    loss, logits = model.build(images, tf.zeros([2], tf.int32),
+                               return_logits=True)
+    shapes = [(v.op.name, v.shape.as_list()) for v in tf.trainable_variables()]
+  inputs = int(np.prod(model.image_shape))
+  assert shapes == [
+      ('affine0/weights', [inputs, 1]), ('affine0/biases', [1]),
+      ('affine1/weights', [1, 4096]), ('affine1/biases', [4096]),
+      ('logits/weights', [4096, model.num_classes]),
+      ('logits/biases', [model.num_classes])]
+  assert sum(int(np.prod(s)) for _, s in shapes) == parameters
+  assert logits.shape.as_list() == [2, model.num_classes]
+  assert loss.shape.as_list() == []
+
+
+def test_upstream_trivial_is_relu_affine_layers_by_numpy():
+  """The cifar10 trivial's logits against NumPy, from its variables."""
+  model = models.get_model('trivial', 'cifar10')
+  x = np.random.RandomState(3).uniform(-1, 1, [4, 32, 32, 3]).astype(
+      np.float32)
+  graph = tf.Graph()
+  with graph.as_default():
+    _, logits = model.build(tf.constant(x), tf.zeros([4], tf.int32),
+                            return_logits=True)
+    variables = tf.trainable_variables()
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      got, values = sess.run([logits, variables])
+  w0, b0, w1, b1, w2, b2 = [v.astype(np.float64) for v in values]
+  h = np.maximum(x.reshape(4, -1).dot(w0) + b0, 0)
+  h = np.maximum(h.dot(w1) + b1, 0)
+  np.testing.assert_allclose(got, h.dot(w2) + b2, rtol=1e-4, atol=1e-5)
+
+
+def test_cifar10_alexnet_is_the_tutorial_net():
+  """AlexnetCifar10Model: conv 5x5x64, pool, LRN, conv 5x5x64, LRN, pool
+  (32 -> 16 -> 8), dense 384 and 192, then the logits."""
+  model = models.get_model('alexnet', 'cifar10')
+  graph = tf.Graph()
+  with graph.as_default():
+    _, logits = model.build(tf.zeros([2, 32, 32, 3]), tf.zeros([2], tf.int32),
+                            return_logits=True)
+    shapes = [v.shape.as_list() for v in tf.trainable_variables()]
+    lrn = [op for op in graph.get_operations() if op.type == 'LRN']
+  assert shapes == [[5, 5, 3, 64], [64], [5, 5, 64, 64], [64],
+                    [8 * 8 * 64, 384], [384], [384, 192], [192], [192, 10],
+                    [10]]
+  assert sum(int(np.prod(s)) for s in shapes) == 1756426
+  assert len(lrn) == 2
+  assert logits.shape.as_list() == [2, 10]

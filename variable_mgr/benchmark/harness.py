@@ -7,8 +7,8 @@ its order:
 2. Per tower `d`, under `mgr.create_outer_variable_scope(d)`,
    `tf.name_scope('tower_%i' % d)` and `tf.device(host.devices[d])`: the
    input (on the CPU: the synthetic batch, or with `--data_name` tower d's
-   share of one `datasets.InputPipeline`), the model (its classes those of
-   the data set), `tf.gradients` with respect to
+   share of one `datasets.InputPipeline`), the model (the data set's
+   version of it: `model_for_data`), `tf.gradients` with respect to
    `mgr.trainable_variables_on_device(d)`, paired with the writable
    variables; tower `d`'s UPDATE_OPS (and `mgr.staging_delta_ops`) are kept
    when `mgr.retain_tower_updates(d)`.
@@ -156,11 +156,29 @@ def check_data_config(config):
 
 
 def model_of(config):
-  """The model of `config`, its classes those of `--data_name`'s data set
-  (10 for digits and cifar10)."""
-  model = models.get_model(config.model)
+  """The model of `config` for `--data_name`'s data set: tf_cnn_benchmarks'
+  image and classes on imagenet (1001 classes) and cifar10 (10), the
+  benchmark's own on digits (with its 10 classes) and synthetic data.
+
+  Raises:
+    UnknownModelError: tf_cnn_benchmarks has no such model for the data
+      set (before any graph).
+    DataError: as `check_data_config`.
+  """
   data = check_data_config(config)
-  if data is not None and data.num_classes != model.num_classes:
+  return model_for_data(models.get_model(config.model), config.data_name,
+                        data)
+
+
+def model_for_data(model, data_name, data):
+  """`model` (of the benchmark's own table) as data set `data_name` (the
+  DataSet `data`, or None for synthetic data) takes it: the model of its
+  table, with the data set's classes."""
+  if data is None:
+    return model
+  if model.name in models.MODELS:
+    model = models.get_model(model.name, data_name)
+  if data.num_classes != model.num_classes:
     model = model._replace(num_classes=data.num_classes)
   return model
 
@@ -205,7 +223,7 @@ def build_towers(config, host, mgr, model, first_input=0, shard=None):
   reads the synthetic batch number `first_input + d`, made on the CPU;
   with it, its share of one training pipeline on the CPU (`shard`:
   `(worker index, workers)` for a cluster worker's own share of the
-  data set). The model's classes follow the data set. With
+  data set). The model is the data set's version (`model_for_data`). With
   `--forward_only` no gradient is built.
 
   Returns:
@@ -221,8 +239,7 @@ def build_towers(config, host, mgr, model, first_input=0, shard=None):
   pipeline = None
   if config.data_name:
     data = check_data_config(config)
-    if data.num_classes != model.num_classes:
-      model = model._replace(num_classes=data.num_classes)
+    model = model_for_data(model, config.data_name, data)
     pipeline = datasets.InputPipeline(
         data, 'train', config.batch_size, host.num_gpus, model.image_shape,
         distortions=config.distortions, seed=config.seed,

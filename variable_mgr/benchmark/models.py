@@ -5,7 +5,15 @@ custom getter that a strategy puts around a tower apply to all of them (Keras
 3 layers would ignore both). Images are NHWC float32; labels are int32 class
 indices.
 
-The first four (MODEL_NAMES) are built from `get_variable` and `tf.nn`:
+A model's image and classes depend on the data set, as in tf_cnn_benchmarks'
+`models/model_config.py`: `get_model(name, data_name)`. On `imagenet`
+every model takes upstream's image into 1001 classes (class 0 the
+background); on `cifar10` only upstream's CIFAR-10 models exist (trivial,
+resnet20, alexnet: 32x32x3 into 10); `digits` and synthetic data (no
+--data_name) take the benchmark's own table (MODELS).
+
+The benchmark's own table; the first four (MODEL_NAMES) are built from
+`get_variable` and `tf.nn`:
 
 | name       | image      | classes | trainable variables | parameters |
 |------------|------------|---------|---------------------|------------|
@@ -15,11 +23,7 @@ The first four (MODEL_NAMES) are built from `get_variable` and `tf.nn`:
 | `resnet50` | 224x224x3  | 1000    | 161                 | 25,557,032 |
 
 tf_cnn_benchmarks' larger models (LAYERS_MODEL_NAMES) are built from
-`tf.compat.v1.layers` (conv2d, batch_normalization, dense, dropout), which
-create their variables through `tf.compat.v1.get_variable` too. They need
-Keras 2: bundled with TensorFlow 1.15 to 2.15; from 2.16 on, the `tf_keras`
-package with `TF_USE_LEGACY_KERAS=1` set before TensorFlow is imported
-(otherwise building one raises LayersUnavailableError, saying so):
+`tf.compat.v1.layers` (`model_layers.StandardLayers`, which needs Keras 2):
 
 | name         | image      | classes | trainable variables | parameters  |
 |--------------|------------|---------|---------------------|-------------|
@@ -29,31 +33,48 @@ package with `TF_USE_LEGACY_KERAS=1` set before TensorFlow is imported
 | `resnet101`  | 224x224x3  | 1000    | 314                 | 44,549,160  |
 | `resnet152`  | 224x224x3  | 1000    | 467                 | 60,192,808  |
 
+Here `trivial` is one dense layer (logits = x W + b). On imagenet and
+cifar10 it is tf_cnn_benchmarks' `TrivialModel` / `TrivialCifar10Model`:
+the flattened image, a dense layer of 1 unit and one of 4096 (both ReLU),
+then the logits: 4,263,877 parameters on imagenet (227x227x3, 1001
+classes), 52,235 on cifar10 (32x32x3, 10 classes). Upstream's tables:
+
+| data set   | model        | image      | classes |
+|------------|--------------|------------|---------|
+| `imagenet` | `trivial`    | 227x227x3  | 1001    |
+| `imagenet` | `lenet`      | 28x28x3    | 1001    |
+| `imagenet` | `alexnet`    | 227x227x3  | 1001    |
+| `imagenet` | `vgg16`, `resnet50`, `resnet101`, `resnet152` | 224x224x3 | 1001 |
+| `imagenet` | `inception3` | 299x299x3  | 1001    |
+| `cifar10`  | `trivial`, `resnet20` | 32x32x3 | 10  |
+| `cifar10`  | `alexnet`    | 32x32x3    | 10      |
+
+cifar10's `alexnet` is upstream's `AlexnetCifar10Model` (TensorFlow's
+CIFAR-10 tutorial net: two 5x5 convolutions of 64 with max pools and local
+response normalization, dense layers of 384 and 192; 1,756,426
+parameters). imagenet has no `resnet20` and cifar10 none of the others, as
+upstream: asking for one is refused (UnknownModelError).
+
 AlexNet and VGG-16 are tf_cnn_benchmarks' (convolutions with biases, ReLU,
 VALID max pools, two 4096-unit layers with dropout 0.5 in training);
 Inception-v3 is tf_cnn_benchmarks' and Keras' (no auxiliary head; batch norm
 without scale after bias-free convolutions); the ResNets are v1.5 as
 `resnet50` is. Weight decay applies to the convolution and dense kernels.
-
-Batch norm is written out by hand: the moving statistics are non-trainable
-variables updated with their own `assign_sub` method (a staged variable
-stands in for the real one there) and the update ops go into the UPDATE_OPS
-collection, from which the harness keeps the towers that
-`mgr.retain_tower_updates(d)` names.
 """
 
 import collections
-import math
-import os
 
 import tensorflow as _tf
 
 from variable_mgr import errors
+from variable_mgr.benchmark import model_layers
 
 tf = _tf.compat.v1
 
-BN_DECAY = 0.9
-BN_EPSILON = 1e-5
+# The names other modules have read from here.
+BN_DECAY = model_layers.BN_DECAY
+BN_EPSILON = model_layers.BN_EPSILON
+LayersUnavailableError = model_layers.LayersUnavailableError
 
 ModelSpec = collections.namedtuple(
     'ModelSpec', ['name', 'image_shape', 'num_classes', 'learning_rate',
@@ -93,7 +114,7 @@ class Model(ModelSpec):
     """
     if weight_decay is None:
       weight_decay = self.weight_decay
-    layers = _Layers(is_training)
+    layers = model_layers.Layers(is_training)
     logits = self.build_fn(layers, images, self.num_classes)
     loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=labels, logits=logits))
@@ -105,77 +126,31 @@ class Model(ModelSpec):
     return loss
 
 
-class _Layers(object):
-  """Layer helpers that record the weights subject to weight decay."""
-
-  def __init__(self, is_training):
-    self.is_training = is_training
-    self.weights = []
-
-  def _weight(self, shape, fan_in):
-    w = tf.get_variable(
-        'weights', shape, tf.float32,
-        initializer=tf.truncated_normal_initializer(
-            stddev=math.sqrt(2.0 / fan_in)))
-    self.weights.append(w)
-    return w
-
-  def conv(self, x, filters, kernel, stride=1, name='conv', bias=False):
-    """A SAME-padded convolution, with a bias when no batch norm follows."""
-    in_channels = x.shape.as_list()[-1]
-    with tf.variable_scope(name):
-      w = self._weight([kernel, kernel, in_channels, filters],
-                       kernel * kernel * in_channels)
-      y = tf.nn.conv2d(x, w, [1, stride, stride, 1], 'SAME')
-      if bias:
-        b = tf.get_variable('biases', [filters], tf.float32,
-                            initializer=tf.zeros_initializer())
-        y = tf.nn.bias_add(y, b)
-    return y
-
-  def fc(self, x, units, name='fc'):
-    """A fully connected layer over the flattened input."""
-    size = 1
-    for dim in x.shape.as_list()[1:]:
-      size *= dim
-    x = tf.reshape(x, [-1, size])
-    with tf.variable_scope(name):
-      w = self._weight([size, units], size)
-      b = tf.get_variable('biases', [units], tf.float32,
-                          initializer=tf.zeros_initializer())
-    return tf.nn.xw_plus_b(x, w, b)
-
-  def batch_norm(self, x, name='bn', relu=True):
-    """Batch norm over N, H, W with moving statistics; then an optional ReLU."""
-    channels = x.shape.as_list()[-1]
-    with tf.variable_scope(name):
-      gamma = tf.get_variable('gamma', [channels], tf.float32,
-                              initializer=tf.ones_initializer())
-      beta = tf.get_variable('beta', [channels], tf.float32,
-                             initializer=tf.zeros_initializer())
-      moving_mean = tf.get_variable('moving_mean', [channels], tf.float32,
-                                    initializer=tf.zeros_initializer(),
-                                    trainable=False)
-      moving_variance = tf.get_variable('moving_variance', [channels],
-                                        tf.float32,
-                                        initializer=tf.ones_initializer(),
-                                        trainable=False)
-    if self.is_training:
-      mean, variance = tf.nn.moments(x, [0, 1, 2])
-      # moving -= (moving - batch) * (1 - decay), through the variable's own
-      # assign_sub: under staged variables that stages the delta.
-      for moving, batch in ((moving_mean, mean), (moving_variance, variance)):
-        delta = tf.multiply(tf.subtract(moving, batch), 1.0 - BN_DECAY)
-        tf.add_to_collection(tf.GraphKeys.UPDATE_OPS,
-                             moving.assign_sub(delta))
-    else:
-      mean, variance = moving_mean, moving_variance
-    y = tf.nn.batch_normalization(x, mean, variance, beta, gamma, BN_EPSILON)
-    return tf.nn.relu(y) if relu else y
-
-
 def _trivial(layers, images, num_classes):
   return layers.fc(images, num_classes, 'logits')
+
+
+def _upstream_trivial(layers, images, num_classes):
+  # tf_cnn_benchmarks' trivial_model: the flattened image, affine(1),
+  # affine(4096) (ReLU both), then its final affine layer, the logits.
+  x = tf.nn.relu(layers.fc(images, 1, 'affine0'))
+  x = tf.nn.relu(layers.fc(x, 4096, 'affine1'))
+  return layers.fc(x, num_classes, 'logits')
+
+
+def _alexnet_cifar10(layers, images, num_classes):
+  # tf_cnn_benchmarks' AlexnetCifar10Model.
+  def lrn(x):
+    return tf.nn.local_response_normalization(
+        x, depth_radius=4, bias=1.0, alpha=0.001 / 9.0, beta=0.75)
+
+  x = tf.nn.relu(layers.conv(images, 64, 5, name='conv1', bias=True))
+  x = lrn(model_layers.max_pool(x, 3, 2, 'SAME'))
+  x = lrn(tf.nn.relu(layers.conv(x, 64, 5, name='conv2', bias=True)))
+  x = model_layers.max_pool(x, 3, 2, 'SAME')
+  x = tf.nn.relu(layers.fc(x, 384, 'fc3'))
+  x = tf.nn.relu(layers.fc(x, 192, 'fc4'))
+  return layers.fc(x, num_classes, 'logits')
 
 
 def _lenet(layers, images, num_classes):
@@ -238,118 +213,36 @@ def _resnet50(layers, images, num_classes):
   return layers.fc(x, num_classes, 'logits')
 
 
-class LayersUnavailableError(errors.VariableMgrError):
-  """tf.compat.v1.layers cannot build here: TensorFlow 2.16 or later
-  without Keras 2 (tf_keras and TF_USE_LEGACY_KERAS=1)."""
-
-
-def _v1_layers():
-  """tf.compat.v1.layers, or LayersUnavailableError saying how to get it."""
-  try:
-    layers = tf.layers
-    layers.Conv2D  # pylint: disable=pointless-statement
-    return layers
-  except (AttributeError, ImportError) as e:
-    raise LayersUnavailableError(
-        'tf.compat.v1.layers is not available on TensorFlow %s with '
-        'TF_USE_LEGACY_KERAS=%s (%s): the models built on it need Keras 2, '
-        'which TensorFlow 2.16 and later only have from the tf_keras package; '
-        "install tf_keras of TensorFlow's version (pip install "
-        "'variable_mgr[layers]') and set TF_USE_LEGACY_KERAS=1 before "
-        'TensorFlow is imported' % (
-            _tf.__version__, os.environ.get('TF_USE_LEGACY_KERAS', '(unset)'),
-            e))
-
-
-class _StandardLayers(object):
-  """tf.compat.v1.layers helpers that record the kernels subject to weight
-  decay in `weights` (shared with the `_Layers` the model was given)."""
-
-  def __init__(self, layers):
-    self.tf_layers = _v1_layers()
-    self.is_training = layers.is_training
-    self.weights = layers.weights
-
-  def _apply(self, layer, x):
-    y = layer(x)
-    self.weights.append(layer.kernel)
-    return y
-
-  def conv(self, x, filters, kernel, stride=1, padding='SAME', name=None,
-           relu=True):
-    """A convolution with a bias, then a ReLU (AlexNet, VGG)."""
-    layer = self.tf_layers.Conv2D(
-        filters, kernel, stride, padding.lower(), use_bias=True,
-        activation=tf.nn.relu if relu else None,
-        kernel_initializer=tf.variance_scaling_initializer(2.0), name=name)
-    return self._apply(layer, x)
-
-  def conv_bn(self, x, filters, kernel, stride=1, padding='SAME', name=None,
-              relu=True, scale=True, epsilon=BN_EPSILON):
-    """A bias-free convolution, batch norm, then an optional ReLU; `kernel`
-    an int or (height, width)."""
-    with tf.variable_scope(None, default_name=name or 'conv_bn'):
-      layer = self.tf_layers.Conv2D(
-          filters, kernel, stride, padding.lower(), use_bias=False,
-          kernel_initializer=tf.variance_scaling_initializer(2.0),
-          name='conv')
-      y = self._apply(layer, x)
-      y = self.tf_layers.batch_normalization(
-          y, momentum=BN_DECAY, epsilon=epsilon, scale=scale,
-          training=self.is_training, name='bn')
-    return tf.nn.relu(y) if relu else y
-
-  def fc(self, x, units, name=None, relu=True, dropout=None):
-    """A dense layer over the flattened input; dropout in training first."""
-    x = self.tf_layers.flatten(x)
-    if dropout:
-      x = self.tf_layers.dropout(x, dropout, training=self.is_training)
-    layer = self.tf_layers.Dense(
-        units, activation=tf.nn.relu if relu else None,
-        kernel_initializer=tf.variance_scaling_initializer(1.0), name=name)
-    return self._apply(layer, x)
-
-
-def _max_pool(x, size, stride, padding='VALID'):
-  return tf.nn.max_pool(x, [1, size, size, 1], [1, stride, stride, 1],
-                        padding)
-
-
-def _avg_pool(x, size, stride, padding='SAME'):
-  return tf.nn.avg_pool(x, [1, size, size, 1], [1, stride, stride, 1],
-                        padding)
-
-
 def _alexnet(layers, images, num_classes):
-  nets = _StandardLayers(layers)
+  nets = model_layers.StandardLayers(layers)
   x = nets.conv(images, 64, 11, 4, 'VALID', name='conv1')
-  x = _max_pool(x, 3, 2)
+  x = model_layers.max_pool(x, 3, 2)
   x = nets.conv(x, 192, 5, name='conv2')
-  x = _max_pool(x, 3, 2)
+  x = model_layers.max_pool(x, 3, 2)
   x = nets.conv(x, 384, 3, name='conv3')
   x = nets.conv(x, 384, 3, name='conv4')
   x = nets.conv(x, 256, 3, name='conv5')
-  x = _max_pool(x, 3, 2)
+  x = model_layers.max_pool(x, 3, 2)
   x = nets.fc(x, 4096, 'fc6')
   x = nets.fc(x, 4096, 'fc7', dropout=0.5)
   return nets.fc(x, num_classes, 'logits', relu=False, dropout=0.5)
 
 
 def _vgg16(layers, images, num_classes):
-  nets = _StandardLayers(layers)
+  nets = model_layers.StandardLayers(layers)
   x = images
   for stage, (filters, convs) in enumerate(
       zip((64, 128, 256, 512, 512), (2, 2, 3, 3, 3))):
     for i in range(convs):
       x = nets.conv(x, filters, 3, name='conv%d_%d' % (stage + 1, i + 1))
-    x = _max_pool(x, 2, 2)
+    x = model_layers.max_pool(x, 2, 2)
   x = nets.fc(x, 4096, 'fc6')
   x = nets.fc(x, 4096, 'fc7', dropout=0.5)
   return nets.fc(x, num_classes, 'logits', relu=False, dropout=0.5)
 
 
 def _inception3(layers, images, num_classes):
-  nets = _StandardLayers(layers)
+  nets = model_layers.StandardLayers(layers)
 
   def cbn(x, filters, kernel, stride=1, padding='SAME'):
     return nets.conv_bn(x, filters, kernel, stride, padding, scale=False,
@@ -361,22 +254,22 @@ def _inception3(layers, images, num_classes):
   x = cbn(images, 32, 3, 2, 'VALID')
   x = cbn(x, 32, 3, 1, 'VALID')
   x = cbn(x, 64, 3)
-  x = _max_pool(x, 3, 2)
+  x = model_layers.max_pool(x, 3, 2)
   x = cbn(x, 80, 1, 1, 'VALID')
   x = cbn(x, 192, 3, 1, 'VALID')
-  x = _max_pool(x, 3, 2)
+  x = model_layers.max_pool(x, 3, 2)
   for i, pool_filters in enumerate((32, 64, 64)):  # 35 x 35
     with tf.variable_scope('mixed_35x35_%d' % i):
       x = concat([
           cbn(x, 64, 1),
           cbn(cbn(x, 48, 1), 64, 5),
           cbn(cbn(cbn(x, 64, 1), 96, 3), 96, 3),
-          cbn(_avg_pool(x, 3, 1), pool_filters, 1)])
+          cbn(model_layers.avg_pool(x, 3, 1), pool_filters, 1)])
   with tf.variable_scope('reduce_17x17'):
     x = concat([
         cbn(x, 384, 3, 2, 'VALID'),
         cbn(cbn(cbn(x, 64, 1), 96, 3), 96, 3, 2, 'VALID'),
-        _max_pool(x, 3, 2)])
+        model_layers.max_pool(x, 3, 2)])
   for i, width in enumerate((128, 160, 160, 192)):  # 17 x 17
     with tf.variable_scope('mixed_17x17_%d' % i):
       b7 = cbn(cbn(cbn(x, width, 1), width, (1, 7)), 192, (7, 1))
@@ -385,13 +278,13 @@ def _inception3(layers, images, num_classes):
                               (width, (7, 1)), (192, (1, 7))):
         b7dbl = cbn(b7dbl, filters, kernel)
       x = concat([cbn(x, 192, 1), b7, b7dbl,
-                  cbn(_avg_pool(x, 3, 1), 192, 1)])
+                  cbn(model_layers.avg_pool(x, 3, 1), 192, 1)])
   with tf.variable_scope('reduce_8x8'):
     b7x3 = cbn(cbn(cbn(x, 192, 1), 192, (1, 7)), 192, (7, 1))
     x = concat([
         cbn(cbn(x, 192, 1), 320, 3, 2, 'VALID'),
         cbn(b7x3, 192, 3, 2, 'VALID'),
-        _max_pool(x, 3, 2)])
+        model_layers.max_pool(x, 3, 2)])
   for i in range(2):  # 8 x 8
     with tf.variable_scope('mixed_8x8_%d' % i):
       b3 = cbn(x, 384, 1)
@@ -400,7 +293,7 @@ def _inception3(layers, images, num_classes):
           cbn(x, 320, 1),
           concat([cbn(b3, 384, (1, 3)), cbn(b3, 384, (3, 1))]),
           concat([cbn(b3dbl, 384, (1, 3)), cbn(b3dbl, 384, (3, 1))]),
-          cbn(_avg_pool(x, 3, 1), 192, 1)])
+          cbn(model_layers.avg_pool(x, 3, 1), 192, 1)])
   x = tf.reduce_mean(x, [1, 2])
   return nets.fc(x, num_classes, 'logits', relu=False)
 
@@ -420,9 +313,9 @@ def _layers_bottleneck(nets, x, filters, stride):
 
 def _layers_resnet(stage_blocks):
   def build(layers, images, num_classes):
-    nets = _StandardLayers(layers)
+    nets = model_layers.StandardLayers(layers)
     x = nets.conv_bn(images, 64, 7, 2, name='conv1')
-    x = _max_pool(x, 3, 2, 'SAME')
+    x = model_layers.max_pool(x, 3, 2, 'SAME')
     for stage, (filters, blocks) in enumerate(
         zip((64, 128, 256, 512), stage_blocks)):
       for block in range(blocks):
@@ -455,24 +348,68 @@ LAYERS_MODEL_NAMES = ('alexnet', 'vgg16', 'inception3', 'resnet101',
                       'resnet152')
 
 
-def get_model(name):
-  """Returns the Model called `name`.
+
+
+class UnknownModelError(errors.VariableMgrError):
+  """The model has no version for the data set (tf_cnn_benchmarks'
+  model_config has none)."""
+
+
+def _upstream(name, image_shape, num_classes, build_fn=None):
+  model = MODELS[name]
+  return model._replace(image_shape=image_shape, num_classes=num_classes,
+                        build_fn=build_fn or model.build_fn)
+
+
+# tf_cnn_benchmarks' model_config tables for the models of this benchmark.
+IMAGENET_MODELS = collections.OrderedDict((m.name, m) for m in (
+    _upstream('trivial', (227, 227, 3), 1001, _upstream_trivial),
+    _upstream('lenet', (28, 28, 3), 1001),
+    _upstream('resnet50', (224, 224, 3), 1001),
+    _upstream('alexnet', (227, 227, 3), 1001),
+    _upstream('vgg16', (224, 224, 3), 1001),
+    _upstream('inception3', (299, 299, 3), 1001),
+    _upstream('resnet101', (224, 224, 3), 1001),
+    _upstream('resnet152', (224, 224, 3), 1001),
+))
+CIFAR10_MODELS = collections.OrderedDict((m.name, m) for m in (
+    _upstream('trivial', (32, 32, 3), 10, _upstream_trivial),
+    _upstream('resnet20', (32, 32, 3), 10),
+    _upstream('alexnet', (32, 32, 3), 10, _alexnet_cifar10),
+))
+# The data sets with a table of their own; the others (digits, synthetic
+# data) take MODELS.
+DATA_SET_MODELS = {'imagenet': IMAGENET_MODELS, 'cifar10': CIFAR10_MODELS}
+
+
+def get_model(name, data_name=None):
+  """Returns the Model called `name` for the data set `data_name`: its
+  image and classes are tf_cnn_benchmarks' for imagenet and cifar10, the
+  benchmark's own (MODELS) for digits and synthetic data (None).
 
   Raises:
     KeyError: `name` is not in MODEL_NAMES or LAYERS_MODEL_NAMES; the
       message lists them.
+    UnknownModelError: tf_cnn_benchmarks has no `name` for `data_name`;
+      the message lists the models it has.
   """
-  try:
-    return MODELS[name]
-  except KeyError:
+  if name not in MODELS:
     raise KeyError('unknown model %r: choose one of %s' %
                    (name, ', '.join(MODELS)))
+  table = DATA_SET_MODELS.get(data_name, MODELS)
+  if name not in table:
+    raise UnknownModelError(
+        '--model=%s with --data_name=%s: tf_cnn_benchmarks has no %s for %s '
+        '(models/model_config.py); choose one of %s, or another data set' % (
+            name, data_name, name, data_name, ', '.join(table)))
+  return table[name]
 
 
-def variable_shapes(name):
-  """The shapes of model `name`'s trainable variables, in order, from one
-  build into a scratch graph that is then thrown away."""
-  model = get_model(name)
+def variable_shapes(name, data_name=None):
+  """The shapes of model `name`'s trainable variables (for `data_name`),
+  in order, from one build into a scratch graph that is then thrown
+  away."""
+  model = get_model(name, data_name)
   with tf.Graph().as_default():
     images = tf.placeholder(tf.float32, [1] + list(model.image_shape))
     labels = tf.placeholder(tf.int32, [1])
