@@ -7,6 +7,7 @@ and the variables read just before it.
 """
 
 import os
+import pickle
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from variable_mgr.benchmark import datasets
 from variable_mgr.benchmark import flags
 from variable_mgr.benchmark import harness
 from variable_mgr.benchmark import local_run
+from variable_mgr.benchmark import models
 from variable_mgr.benchmark import run_config
 
 tf = _tf.compat.v1
@@ -142,10 +144,32 @@ def test_the_command_trains_on_digits(tmp_path, capsys):
   assert np.mean(losses[-5:]) < 0.7 * np.mean(losses[:5])
 
 
-def test_the_model_classes_follow_the_data_set():
+def test_the_model_classes_follow_the_data_set(tmp_path):
   config = config_of(model='resnet50', data_name='digits')
   assert harness.model_of(config).num_classes == 10
   assert harness.model_of(config_of(model='resnet50')).num_classes == 1000
+  # imagenet and cifar10: tf_cnn_benchmarks' model_config.
+  (tmp_path / 'train-00000-of-00001').write_bytes(b'')
+  imagenet = dict(data_name='imagenet', data_dir=str(tmp_path))
+  for name, shape in (('trivial', (227, 227, 3)), ('resnet50', (224, 224, 3)),
+                      ('lenet', (28, 28, 3))):
+    model = harness.model_of(config_of(model=name, **imagenet))
+    assert (model.image_shape, model.num_classes) == (shape, 1001)
+  cifar = tmp_path / 'cifar'
+  cifar.mkdir()
+  for name in ['data_batch_%d' % i for i in range(1, 6)]:
+    with open(str(cifar / name), 'wb') as f:
+      pickle.dump({b'data': np.zeros((1, 3072), np.uint8), b'labels': [0]}, f)
+  for name in ('trivial', 'resnet20', 'alexnet'):
+    model = harness.model_of(config_of(model=name, data_name='cifar10',
+                                       data_dir=str(cifar)))
+    assert (model.image_shape, model.num_classes) == ((32, 32, 3), 10)
+  with pytest.raises(models.UnknownModelError,
+                     match='--model=vgg16 with --data_name=cifar10: '
+                     'tf_cnn_benchmarks has no vgg16 for cifar10.*choose one '
+                     'of trivial, resnet20, alexnet'):
+    harness.model_of(config_of(model='vgg16', data_name='cifar10',
+                               data_dir=str(cifar)))
 
 
 def test_a_worker_reads_its_own_shard(monkeypatch):
@@ -161,7 +185,7 @@ def test_a_worker_reads_its_own_shard(monkeypatch):
                          shard=(1, 2))
   assert recorded.pipelines[0].shard == (1, 2)
   data = datasets.get_dataset('digits')
-  _, labels = data._arrays('validation')  # pylint: disable=protected-access
+  _, labels = data.arrays('validation')
   seen = []
   for index in range(2):
     pipeline = datasets.InputPipeline(data, 'validation', 200, 1, (8, 8, 1),
@@ -435,7 +459,9 @@ def test_missing_files_are_refused_before_any_graph(eval_flags, missing,
   it: refused by name before a graph exists."""
   for name in ['data_batch_%d' % i for i in range(1, 6)] + ['test_batch']:
     if name != missing:
-      (tmp_path / name).write_bytes(b'')
+      with open(str(tmp_path / name), 'wb') as f:
+        pickle.dump({b'data': np.zeros((1, 3072), np.uint8),
+                     b'labels': [0]}, f)
   graphs = []
   monkeypatch.setattr(tf, 'Graph', lambda: graphs.append(1))
   config = config_of(data_name='cifar10', data_dir=str(tmp_path),

@@ -66,8 +66,8 @@ def test_digits_split_is_fixed_and_covers_every_image():
   assert data.num_examples('train') == 1497
   assert data.num_examples('validation') == 300
   images, labels = _digits_reference()
-  val_images, val_labels = data._arrays('validation')  # pylint: disable=protected-access
-  train_images, train_labels = data._arrays('train')  # pylint: disable=protected-access
+  val_images, val_labels = data.arrays('validation')
+  train_images, train_labels = data.arrays('train')
   np.testing.assert_array_equal(val_labels, labels[::6])
   np.testing.assert_array_equal(val_images[..., 0], images[::6])
   keep = np.arange(len(labels)) % 6 != 0
@@ -114,7 +114,7 @@ def test_training_shuffles_repeats_and_follows_the_seed():
   np.testing.assert_array_equal(first, again)
   assert (first != other).any()
   # 16 x 100 > 1,497: one epoch is a permutation of the training labels.
-  train_labels = data._arrays('train')[1]  # pylint: disable=protected-access
+  train_labels = data.arrays('train')[1]
   assert sorted(first[:1497]) != list(first[:1497])
   np.testing.assert_array_equal(np.sort(first[:1497]), np.sort(train_labels))
 
@@ -282,7 +282,7 @@ def imagenet_dir(tmp_path_factory):
   directory = str(tmp_path_factory.mktemp('imagenet'))
   jpegs = _sample_jpegs() + _made_jpegs([(40, 60), (64, 48), (50, 50),
                                          (30, 90)])
-  labels = [1, 1000, 7, 42, 500, 3]  # 1-based, as the converter writes.
+  labels = [1, 1000, 7, 42, 500, 3]  # 1 to 1000, as the converter writes.
   boxes = [[(0.1, 0.2, 0.6, 0.7)], [], [(0.0, 0.0, 0.5, 0.5),
                                         (0.5, 0.5, 1.0, 1.0)], [], [], []]
   examples = [_example(j, l, b) for j, l, b in zip(jpegs, labels, boxes)]
@@ -300,11 +300,12 @@ def test_imagenet_validation_is_the_central_crop(imagenet_dir):
   height, width = 24, 32
   pipeline = datasets.InputPipeline(
       datasets.get_dataset('imagenet', directory), 'validation', 3, 2,
-      (height, width, 3), num_classes=1000)
+      (height, width, 3), num_classes=1001)
   (step,) = run_batches(pipeline)
   got_images = np.concatenate([images for images, _ in step])
   got_labels = np.concatenate([labels for _, labels in step])
-  np.testing.assert_array_equal(got_labels, np.array(labels) - 1)
+  # As written: tf_cnn_benchmarks feeds them into 1001 logits.
+  np.testing.assert_array_equal(got_labels, labels)
   for got, decoded in zip(got_images, _decode(jpegs)):
     in_h, in_w = decoded.shape[:2]
     ratio = max(np.float32(height) / np.float32(in_h),
@@ -337,7 +338,7 @@ def test_imagenet_training_crops_in_range_and_follows_the_seed(
     assert images.shape == (6, 3, 20, 20)
     assert images.min() >= -1.0 and images.max() <= 1.0
     # One epoch a step: every record once.
-    assert sorted(got_labels) == sorted(np.array(labels) - 1)
+    assert sorted(got_labels) == sorted(labels)
   assert not np.array_equal(first[0][0][0], other[0][0][0])
 
 
@@ -358,7 +359,7 @@ def test_imagenet_training_crop_is_a_region_of_the_image(imagenet_dir):
   pipeline = datasets.InputPipeline(datasets.get_dataset('imagenet', grey_dir),
                                     'train', 4, 1, (16, 16, 3), seed=1)
   ((images, labels),) = run_batches(pipeline)[0]
-  np.testing.assert_array_equal(labels, [4, 4, 4, 4])
+  np.testing.assert_array_equal(labels, [5, 5, 5, 5])
   np.testing.assert_allclose(images, scaled(np.full(images.shape, 100.0)),
                              atol=2.0 / 127.5)
 
@@ -492,7 +493,6 @@ def test_imagenet_shards_split_files_or_else_records(imagenet_dir):
   """A worker's share: every second file when there are two (train), every
   second record of the one validation file."""
   directory, _, labels = imagenet_dir
-  zero_based = [l - 1 for l in labels]
   data = datasets.get_dataset('imagenet', directory)
   shares = {}
   for subset in ('train', 'validation'):
@@ -500,15 +500,15 @@ def test_imagenet_shards_split_files_or_else_records(imagenet_dir):
       shares[subset, index] = _labels_of(datasets.InputPipeline(
           data, subset, 6, 1, (16, 16, 3), train=False,
           drop_remainder=False, shard=(index, 2)))
-  assert shares['train', 0] == zero_based[:3]
-  assert shares['train', 1] == zero_based[3:]
-  assert shares['validation', 0] == zero_based[0::2]
-  assert shares['validation', 1] == zero_based[1::2]
+  assert shares['train', 0] == labels[:3]
+  assert shares['train', 1] == labels[3:]
+  assert shares['validation', 0] == labels[0::2]
+  assert shares['validation', 1] == labels[1::2]
 
 
 def test_digits_shards_are_every_nth_image():
   data = datasets.get_dataset('digits')
-  _, labels = data._arrays('train')  # pylint: disable=protected-access
+  _, labels = data.arrays('train')
   for index in range(3):
     assert _labels_of(datasets.InputPipeline(
         data, 'train', 2000, 1, (8, 8, 1), train=False, drop_remainder=False,
