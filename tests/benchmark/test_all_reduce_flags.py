@@ -33,6 +33,7 @@ def copy_losses(tmp_path_factory):
     ['--all_reduce_spec', 'psgpu#2'],
     ['--all_reduce_spec', 'rechd'],
     ['--all_reduce_spec', 'hcopy'],
+    ['--hierarchical_copy'],
     ['--all_reduce_spec', 'pscpu:4k:xring'],
     # Limits count elements (10 biases, 7840 weights): 1K sends the biases
     # to pscpu, 7840 both (7840 <= 7840), 9 neither.
@@ -49,9 +50,14 @@ def test_algorithm_matches_copy(extra, copy_losses, tmp_path):
   np.testing.assert_allclose(results['losses'], copy_losses, rtol=1e-5)
 
 
-def test_compact_transfer_is_close_to_copy(copy_losses, tmp_path):
-  results = _losses(tmp_path, ['--compact_gradient_transfer'], 'out.json')
-  np.testing.assert_allclose(results['losses'], copy_losses, rtol=2e-2)
+def test_compact_transfer_is_close_to_float32_transfer(tmp_path):
+  """--compact_gradient_transfer (on by default, as in tf_cnn_benchmarks)
+  acts with --use_fp16: the gradients travel as float16."""
+  float32 = _losses(tmp_path, ['--use_fp16', '--nocompact_gradient_transfer'],
+                    'float32.json')
+  compact = _losses(tmp_path, ['--use_fp16'], 'compact.json')
+  assert compact['config']['compact_gradient_transfer']
+  np.testing.assert_allclose(compact['losses'], float32['losses'], rtol=2e-2)
 
 
 def test_traffic_of_ring_is_near_the_bound(tmp_path):

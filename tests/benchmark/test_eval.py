@@ -292,7 +292,7 @@ def test_compare_refuses_what_it_would_not_print(flag):
 
 
 @pytest.mark.parametrize('flag', [
-    ['--print_training_accuracy'], ['--save_model_secs', '5'],
+    ['--gradient_clip', '1'], ['--save_model_secs', '5'],
     ['--max_ckpts_to_keep', '2'], ['--measure_traffic']])
 def test_eval_refuses_training_flags(flag, known_checkpoint):
   message = _refusal(['--eval', '--train_dir', str(known_checkpoint[0]),

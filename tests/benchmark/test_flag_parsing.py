@@ -163,7 +163,7 @@ def test_every_parse_has_fresh_flag_values():
   assert flags.parse_args(['--num_gpus=2', '--nostaged_vars'],
                           environ={}).num_gpus == 2
   args = flags.parse_args([], environ={})
-  assert (args.num_gpus, args.staged_vars, args.typed_names) == (4, False, {})
+  assert (args.num_gpus, args.staged_vars, args.typed_names) == (1, False, {})
   # absl's global flags hold none of the benchmark's.
   assert 'num_gpus' not in absl_flags.FLAGS
   assert 'tf_random_seed' not in absl_flags.FLAGS

@@ -95,7 +95,8 @@ def test_the_boolean_flags():
   assert _boolean_flags() == sorted([
       'compact_gradient_transfer', 'compare', 'cross_replica_sync',
       'distortions', 'eval', 'forward_only', 'fp16_enable_auto_loss_scale',
-      'launch_local_cluster', 'measure_traffic', 'print_training_accuracy',
+      'hierarchical_copy', 'launch_local_cluster', 'measure_traffic',
+      'print_training_accuracy',
       'staged_vars', 'use_fp16', 'use_nccl', 'use_resource_vars'])
 
 
@@ -473,7 +474,7 @@ def test_a_malformed_schedule_is_refused(schedule, rule):
      'rate of one of them'),
     (['--num_learning_rate_warmup_epochs=-1'],
      '--num_learning_rate_warmup_epochs=-1: must be 0 or more'),
-    (['--resnet_base_lr=0.1'],
+    (['--model=lenet', '--resnet_base_lr=0.1'],
      '--resnet_base_lr=0.1 with --model=lenet: the base rate is that of the '
      'default schedule of resnet50, resnet101, resnet152 only'),
     (['--model=resnet101', '--resnet_base_lr=0.1', '--init_learning_rate=1'],
@@ -493,18 +494,19 @@ def test_zero_means_off_as_in_tf_cnn_benchmarks():
 
 @pytest.mark.parametrize('argv,message', [
     # 1,281,167 / (32 x 4) = 10009.1 steps an epoch (synthetic: ImageNet's).
-    (['--init_learning_rate=0.1', '--num_epochs_per_decay=0.00005',
-      '--learning_rate_decay_factor=0.5'],
+    (['--num_gpus=4', '--init_learning_rate=0.1',
+      '--num_epochs_per_decay=0.00005', '--learning_rate_decay_factor=0.5'],
      '--num_epochs_per_decay=0.00005: at a global batch of 128 an epoch of '
      '1281167 examples is 1.001e+04 steps, so the rate would decay every 0 '
      'steps; pass --num_epochs_per_decay=9.99e-05 or more, or a smaller '
      'batch'),
-    (['--init_learning_rate=0.1', '--num_learning_rate_warmup_epochs=1e-5'],
+    (['--num_gpus=4', '--init_learning_rate=0.1',
+      '--num_learning_rate_warmup_epochs=1e-5'],
      '--num_learning_rate_warmup_epochs=1e-5: at a global batch of 128 an '
      'epoch of 1281167 examples is 1.001e+04 steps, so the warmup would '
      'last 0 steps'),
     # digits: 1,497 training images, 0.73 steps an epoch at 2048.
-    (['--data_name=digits', '--batch_size=512',
+    (['--data_name=digits', '--batch_size=512', '--num_gpus=4',
       '--piecewise_learning_rate_schedule=0.1;1;0.01'],
      '--piecewise_learning_rate_schedule=0.1;1;0.01: at a global batch of '
      '2048 an epoch of 1497 examples is 0.731 steps, so the rate would '

@@ -67,7 +67,9 @@ def test_parameter_server_on_two_ps_matches_numpy_and_resumes(launch,
   after_first, step = clusterlib.read_checkpoint(str(train_dir))
   assert step == STEPS
   clusterlib.assert_close(after_first, clusterlib.reference(initial, 2, STEPS))
-  summary, cluster = _run(launch, tmp_path, train_dir, flags, 'second')
+  # --num_batches counts from global step 0, as tf_cnn_benchmarks counts it.
+  summary, cluster = _run(launch, tmp_path, train_dir,
+                          flags + ['--num_batches', str(2 * STEPS)], 'second')
   assert 'Restored %s' % (train_dir / ('model.ckpt-%d' % STEPS)) in (
       cluster.output)
   for worker in summary['workers']:

@@ -24,7 +24,12 @@ Decisions where tf_cnn_benchmarks differs or is silent:
   steps`) and `--forward_only` run on one machine only
   (CLUSTER_UNSUPPORTED); evaluate a cluster's checkpoint with `--eval` on
   one machine afterwards.
-* `--eval` refuses the training flags it would not use (EVAL_IGNORED).
+* `--eval` refuses the training flags it would not use (EVAL_IGNORED),
+  but takes `--print_training_accuracy` as tf_cnn_benchmarks does: an
+  evaluation prints its accuracy anyway, so the flag changes nothing.
+* `--num_eval_batches` defaults to `--num_batches`, as in
+  tf_cnn_benchmarks (filled in by `flags` after these checks); the
+  validation split is read once at most.
 * `--compare` (a sweep of training runs that prints only its table):
   refuses `--eval`, `--eval_during_training_every_n_steps`,
   `--forward_only` and `--print_training_accuracy` (COMPARE_UNSUPPORTED).
@@ -46,9 +51,8 @@ UNDISTORTED = ('digits',)
 CLUSTER_UNSUPPORTED = ('eval', 'eval_during_training_every_n_steps',
                        'forward_only')
 # Training flags --eval refuses rather than ignores.
-EVAL_IGNORED = ('print_training_accuracy', 'save_model_secs',
-                'max_ckpts_to_keep', 'summary_dir', 'trace_file',
-                'measure_traffic')
+EVAL_IGNORED = ('save_model_secs', 'max_ckpts_to_keep', 'summary_dir',
+                'trace_file', 'measure_traffic', 'gradient_clip')
 # Flags the --compare sweep refuses (it prints no step line; --eval is
 # refused with a message of its own).
 COMPARE_UNSUPPORTED = ('eval_during_training_every_n_steps', 'forward_only',
@@ -190,6 +194,8 @@ def _check_forward_only(args, typed, error):
     clashes.append(value(args, 'backward_passes_per_step'))
   if args.eval_during_training_every_n_steps:
     clashes.append(value(args, 'eval_during_training_every_n_steps'))
+  if args.gradient_clip is not None:
+    clashes.append(value(args, 'gradient_clip'))
   if clashes:
     raise error(
         '--forward_only with %s: a forward-only run times the forward pass '

@@ -65,15 +65,17 @@ NCHW_REFUSED = (
 def training_flags(model_names):
   """The model, the strategy and its options, the run's length, outputs."""
   return (
-      choice('model', model_names, 'lenet', 'the model to train'),
-      choice('variable_update', STRATEGY_NAMES, 'replicated',
+      choice('model', model_names, 'trivial', 'the model to train'),
+      choice('variable_update', STRATEGY_NAMES, 'parameter_server',
              'how variables are kept and updated',
              refused={'horovod': HOROVOD_REFUSED}),
-      flag('num_gpus', t.int_at_least(1), 4,
+      flag('num_gpus', t.int_at_least(1), 1,
            'number of towers (virtual CPU devices with --device=cpu)'),
-      # tf_cnn_benchmarks takes CPU and GPU too.
-      choice('device', ('cpu', 'gpu'), 'cpu', 'the towers\' device type',
-             lower=True),
+      # tf_cnn_benchmarks takes CPU and GPU too. None: its default, gpu,
+      # where TensorFlow finds a GPU (`run_config.default_device`).
+      choice('device', ('cpu', 'gpu'), None, 'the towers\' device type '
+             '(default: gpu; cpu where TensorFlow finds no GPU, as the '
+             'header says)', lower=True),
       choice('local_parameter_device', ('cpu', 'gpu'), 'cpu',
              'where parameter_server keeps the variables', lower=True),
       boolean('staged_vars', False,
@@ -95,8 +97,12 @@ def training_flags(model_names):
              'replicated: relaxed applies each step the all-reduced '
              'gradient of the step before, so the all-reduce overlaps the '
              'next step'),
-      boolean('compact_gradient_transfer', False,
-              'replicated: float32 gradients travel as float16'),
+      boolean('hierarchical_copy', False,
+              'replicated: all-reduce with the hierarchical copy (the same '
+              'as --all_reduce_spec=hcopy); needs --num_gpus of 2 or more'),
+      boolean('compact_gradient_transfer', True,
+              'replicated with --use_fp16: the gradients travel as float16 '
+              '(--nocompact_gradient_transfer: as float32)'),
       boolean('measure_traffic', False,
               'after the timed steps, run one more and print the bytes each '
               'device sent and received beside the ring lower bound'),
@@ -208,6 +214,10 @@ OPTIMIZER_FLAGS = (
     flag('adam_beta2', t.fraction, 0.999, '--optimizer=adam: beta2'),
     flag('adam_epsilon', t.positive_float, 1e-8, '--optimizer=adam: the '
          'epsilon'),
+    flag('gradient_clip', t.positive_float, None,
+         'clip every gradient to [-c, c] (tf.clip_by_value, element by '
+         'element) after the towers\' gradients are combined, before they '
+         'are applied (default: off)'),
 )
 
 DATA_FLAGS = (
@@ -226,7 +236,8 @@ DATA_FLAGS = (
             'evaluate the latest checkpoint of --train_dir on the eval split '
             'instead of training; prints top-1 and top-5 accuracy'),
     flag('num_eval_batches', t.int_at_least(1), None,
-         '--eval: batches to evaluate (default: the whole eval split)'),
+         '--eval: batches to evaluate (default: --num_batches; the '
+         'validation split is read once at most)'),
     flag('eval_during_training_every_n_steps', t.int_at_least(1), None,
          'evaluate the training variables every this many steps'),
     boolean('forward_only', False,

@@ -20,11 +20,16 @@ typed, the rule and the fix. The flags that cannot run at all (unknown,
 refused tf_cnn_benchmarks flags, bad values) are refused together, in one
 message; then the cross-checks refuse the first combination that cannot
 run: the launch mode (`flag_mode_checks`), the optimizer and learning-rate
-flags at the run's global batch (`flag_rate_checks`), the data, eval and
-checkpoint flags (`flag_checks`), the output paths (`flag_paths`).
+flags at the run's global batch (`flag_rate_checks`), the all-reduce
+flags (`flag_allreduce_checks`), the data, eval and checkpoint flags
+(`flag_checks`), the output paths (`flag_paths`).
 
 Two commands read these flags, both with 30 timed and 5 warm-up batches by
-default (10 and 2 a run with `--compare`):
+default (10 and 2 a run with `--compare`), and tf_cnn_benchmarks' other
+defaults: `--model=trivial`, `--variable_update=parameter_server`,
+`--num_gpus=1`, `--device=gpu` (left None here: the runners take the CPU
+where TensorFlow finds no GPU, see `run_config.default_device`), and
+`--num_eval_batches` as `--num_batches`:
 
 * `variable_mgr_benchmark` (`python -m variable_mgr.benchmark`):
   `parse_args`;
@@ -39,6 +44,7 @@ import textwrap
 
 from absl import flags as absl_flags
 
+from variable_mgr.benchmark import flag_allreduce_checks
 from variable_mgr.benchmark import flag_checks
 from variable_mgr.benchmark import flag_mode_checks
 from variable_mgr.benchmark import flag_paths
@@ -264,10 +270,15 @@ def _parse(argv, environ, command):
   typed = TypedFlags(args.typed_names, args.typed_names, args.typed_values)
   cluster = flag_mode_checks.check(args, typed, environ, command)
   flag_rate_checks.check_learning_rate(args, typed, environ)
+  flag_allreduce_checks.check(args, typed)
   flag_checks.check(args, typed, cluster)
   flag_paths.check(args, cluster)
   flag_rate_checks.batches_of_epochs(args, typed, environ)
   flag_mode_checks.check_network_rate(args)
+  if args.num_eval_batches is None and args.num_epochs is None and (
+      args.eval or args.eval_during_training_every_n_steps):
+    # tf_cnn_benchmarks: --num_eval_batches defaults to --num_batches.
+    args.num_eval_batches = args.num_batches
   return args
 
 

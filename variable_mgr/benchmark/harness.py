@@ -14,7 +14,8 @@ its order:
    when `mgr.retain_tower_updates(d)`.
 3. Staged variables: the put ops of `mgr.staging_vars_on_devices`.
 4. `mgr.preprocess_device_grads`.
-5. Per apply device: `get_gradients_to_apply` + `append_apply_gradients_ops`.
+5. Per apply device: `get_gradients_to_apply`, `--gradient_clip`'s
+   clipping (`clip_gradients`), `append_apply_gradients_ops`.
 6. Init, restore, `mgr.get_post_init_ops()`, staging warm-up, training:
    the runners' part (`local_run`, `cluster.worker_task`).
 
@@ -76,16 +77,24 @@ def synthetic_inputs(model, batch_size, seed, tower):
 
 
 def create_manager(config, host):
-  """The manager `config` asks for, with every strategy option it sets."""
+  """The manager `config` asks for, with every strategy option it sets:
+  `--hierarchical_copy` is replicated's all-reduce spec `hcopy`, and
+  `--compact_gradient_transfer` acts with `--use_fp16` under replicated
+  only, as in tf_cnn_benchmarks."""
   import variable_mgr  # pylint: disable=g-import-not-at-top
   check_float16_model(config)
+  replicated = config.variable_update == 'replicated'
+  spec = config.all_reduce_spec
+  if spec is None and config.hierarchical_copy and replicated:
+    spec = 'hcopy'
   return variable_mgr.create(
       config.variable_update, host, staged_vars=config.staged_vars,
-      use_nccl=config.use_nccl, all_reduce_spec=config.all_reduce_spec,
+      use_nccl=config.use_nccl, all_reduce_spec=spec,
       gradient_repacking=config.gradient_repacking,
       agg_small_grads_max_bytes=config.agg_small_grads_max_bytes,
       agg_small_grads_max_group=config.agg_small_grads_max_group,
-      float16_transfer=config.compact_gradient_transfer,
+      float16_transfer=bool(config.compact_gradient_transfer and
+                            config.use_fp16 and replicated),
       use_fp16=config.use_fp16, loss_scale=config.fp16_loss_scale,
       auto_loss_scale=config.fp16_enable_auto_loss_scale,
       inc_loss_scale_every_n=config.fp16_inc_loss_scale_every_n,
@@ -286,6 +295,18 @@ def build_towers(config, host, mgr, model, first_input=0, shard=None):
   return Towers(device_grads, losses, update_ops, staging_puts, top_1, top_5)
 
 
+def clip_gradients(grads, clip):
+  """`--gradient_clip`: `[(grad, var)]` with every gradient clipped to
+  `[-clip, clip]` element by element (tf_cnn_benchmarks'
+  `tf.clip_by_value`; an IndexedSlices keeps its indices, a None gradient
+  stays None); `grads` as it is when `clip` is None."""
+  if clip is None:
+    return grads
+  with tf.name_scope('clip_gradients'):
+    return [(None if g is None else tf.clip_by_value(g, -clip, clip), v)
+            for g, v in grads]
+
+
 def learning_rate_of(optimizer):
   """The learning rate `optimizer` applies, as a float32 tensor."""
   for name in ('_learning_rate', '_lr'):
@@ -367,7 +388,8 @@ def build_training_graph(config, host):
       training_ops = []
       for i, device in enumerate(apply_devices):
         with tf.device(device):
-          grads = mgr.get_gradients_to_apply(i, state)
+          grads = clip_gradients(mgr.get_gradients_to_apply(i, state),
+                                 config.gradient_clip)
           mgr.append_apply_gradients_ops(state, optimizer, grads,
                                          training_ops)
       if config.summary_dir and config.summary_verbosity >= 1:

@@ -7,7 +7,10 @@ instead (`evaluation`).
 
 Session and checkpoint options: `--num_intra_threads` and
 `--num_inter_threads` go into the session's ConfigProto (None and 0:
-TensorFlow's choice). With `--train_dir` the run saves at the end and,
+TensorFlow's choice). With `--train_dir` the run restores the latest
+checkpoint and times the batches left to `--num_batches`, counted from
+global step 0 as tf_cnn_benchmarks counts them (`batch_target`); it saves
+at the end and,
 with `--save_model_secs`, also after the first step that ends at least
 that many seconds after the last save (or the start); the Saver keeps the
 last `--max_ckpts_to_keep`. With `--summary_dir` the summaries of
@@ -28,6 +31,7 @@ import time
 import variable_mgr
 from variable_mgr import checkpoint
 from variable_mgr.allreduce import traffic as traffic_lib
+from variable_mgr.benchmark import batch_target
 from variable_mgr.benchmark import evaluation
 from variable_mgr.benchmark import harness
 from variable_mgr.benchmark import output
@@ -159,6 +163,8 @@ def run_benchmark(config, host, session_target='', session_config=None,
     VariableMgrError: the manager refuses the configuration.
   """
   config = config.resolved()
+  # Before any graph: a checkpoint that leaves no batch to train.
+  batch_target.check_restored(config)
   start = time.time()
   # Built before anything is printed: a refused configuration prints only
   # its error.
@@ -209,6 +215,13 @@ def run_benchmark(config, host, session_target='', session_config=None,
         writer = tf.summary.FileWriter(config.summary_dir, g.graph)
       summary_every = config.save_summaries_steps or 1
       first_global_step = int(sess.run(g.global_step))
+      # tf_cnn_benchmarks counts --num_batches from global step 0.
+      num_batches = batch_target.batches_left(
+          config.num_batches, first_global_step, train_dir=config.train_dir)
+      if num_batches != config.num_batches:
+        log('Global step %d restored: %d of --num_batches=%d batches left '
+            '(counted from global step 0, as tf_cnn_benchmarks counts them)'
+            % (first_global_step, num_batches, config.num_batches))
       # The traced step: the last warm-up batch, or the first timed one.
       trace_step = -1 if config.num_warmup_batches else 0
       last_save = _clock()
@@ -216,7 +229,7 @@ def run_benchmark(config, host, session_target='', session_config=None,
       if config.num_warmup_batches:
         log('Running warm up')
       global_batch = config.batch_size * host.num_gpus
-      for step in range(-config.num_warmup_batches, config.num_batches):
+      for step in range(-config.num_warmup_batches, num_batches):
         # Steps this run has taken after this one (warm-up steps count).
         steps_run = config.num_warmup_batches + step + 1
         options = run_metadata = None

@@ -22,11 +22,15 @@ def print_header(config, host, log):
                                                      num_workers))
   log('             %d per device' % config.batch_size)
   if config.eval:
-    log('Num batches: %s' % (config.num_eval_batches or
-                             'the whole validation split'))
+    log('Num batches: %s' % (
+        '%d (at most: the validation split is read once)' %
+        config.num_eval_batches if config.num_eval_batches else
+        'the whole validation split'))
   else:
     log('Num batches: %d' % config.num_batches)
-  log('Devices:     %s' % list(host.raw_devices))
+  log('Devices:     %s%s' % (list(host.raw_devices), (
+      ' (--device=gpu: no GPU found, running on the CPU)'
+      if getattr(config, 'device_fallback', False) else '')))
   log('Data format: NHWC')
   log('Dataset:     %s' % dataset_line(config))
   from variable_mgr.benchmark import optimizers  # pylint: disable=g-import-not-at-top

@@ -10,16 +10,24 @@ from variable_mgr import errors
 from variable_mgr.benchmark import flags
 from variable_mgr.benchmark import models
 
-# Field name -> default; the names are the command's flags.
+# Field name -> default; the names are the command's flags, but for
+# `device_fallback`. The defaults are the library's for a run on one
+# machine, in Python: the command's flags default to tf_cnn_benchmarks'
+# (trivial, parameter_server, 1 tower, gpu where there is one, float16
+# gradient transfer with --use_fp16), and `from_args` passes them all.
 CONFIG_FIELDS = collections.OrderedDict([
     ('model', 'lenet'),
     ('variable_update', 'replicated'),
     ('num_gpus', 4),
     ('device', 'cpu'),
+    # --device was not given and TensorFlow finds no GPU: the towers run on
+    # the CPU (the header says so).
+    ('device_fallback', False),
     ('local_parameter_device', 'cpu'),
     ('staged_vars', False),
     ('use_nccl', False),
     ('all_reduce_spec', None),
+    ('hierarchical_copy', False),
     ('gradient_repacking', 0),
     ('agg_small_grads_max_bytes', 0),
     ('agg_small_grads_max_group', 10),
@@ -50,6 +58,7 @@ CONFIG_FIELDS = collections.OrderedDict([
     ('adam_beta1', 0.9),
     ('adam_beta2', 0.999),
     ('adam_epsilon', 1e-8),
+    ('gradient_clip', None),
     ('weight_decay', None),
     ('seed', 1234),
     ('use_resource_vars', None),
@@ -93,6 +102,10 @@ class BenchmarkConfig(collections.namedtuple('BenchmarkConfig',
   schedule (`--piecewise_learning_rate_schedule`, or the default of
   resnet50, resnet101 and resnet152, scaled with the global batch: see
   `optimizers`). `seed` is `--tf_random_seed`.
+  `compact_gradient_transfer` acts with `use_fp16` under replicated only
+  (as tf_cnn_benchmarks'); `hierarchical_copy` is replicated's
+  `all_reduce_spec='hcopy'`; `gradient_clip` clips every gradient to
+  [-c, c] before it is applied.
   `use_resource_vars`: True for resource variables, False for ref variables,
   None for TensorFlow's default (ref in TF 1.15, resource in TF 2).
   """
@@ -128,22 +141,38 @@ def gpu_count():
   return len(tf.config.experimental.list_physical_devices('GPU'))
 
 
-def check_devices(device, num_gpus, count=None):
-  """Refuses `--device=gpu` towers that this machine cannot give, before
-  any graph is built.
+def default_device(count=None):
+  """tf_cnn_benchmarks' default `--device=gpu` as this machine can run it:
+  `('gpu', False)` where TensorFlow finds a GPU, else `('cpu', True)` (the
+  towers fall back to the CPU, which the header says).
 
   Args:
-    device: 'cpu' or 'gpu'.
+    count: the GPUs there are (default: `gpu_count()`).
+  """
+  count = gpu_count() if count is None else count
+  return ('gpu', False) if count else ('cpu', True)
+
+
+def check_devices(device, num_gpus, count=None):
+  """Refuses `--device=gpu` towers that this machine cannot give, before
+  any graph is built. An explicit `--device=gpu` needs a GPU; without
+  `--device` (None: tf_cnn_benchmarks' gpu) a machine without GPUs runs
+  on the CPU, and one with GPUs needs one a tower.
+
+  Args:
+    device: 'cpu', 'gpu', or None (not given).
     num_gpus: the towers a process needs (--num_gpus).
     count: the GPUs there are (default: `gpu_count()`, asked only for
-      --device=gpu).
+      --device=gpu or None).
 
   Raises:
     DeviceUnavailableError: naming the flags, the GPUs found and the fix.
   """
-  if device != 'gpu':
+  if device == 'cpu':
     return
   count = gpu_count() if count is None else count
+  if device is None and count == 0:
+    return  # The CPU fallback (`default_device`).
   if count == 0:
     raise DeviceUnavailableError(
         '--device=gpu: TensorFlow finds no GPU on this machine; pass '
@@ -151,9 +180,10 @@ def check_devices(device, num_gpus, count=None):
         'a GPU build of TensorFlow where there is a GPU')
   if num_gpus > count:
     raise DeviceUnavailableError(
-        '--device=gpu --num_gpus=%d: TensorFlow finds %d GPU%s on this '
+        '--device=gpu%s --num_gpus=%d: TensorFlow finds %d GPU%s on this '
         'machine, one a tower; pass --num_gpus=%d or fewer, or --device=cpu'
-        % (num_gpus, count, '' if count == 1 else 's', count))
+        % (' (the default)' if device is None else '', num_gpus, count,
+           '' if count == 1 else 's', count))
 
 
 def check_cluster_config(args, cluster):
@@ -167,9 +197,12 @@ def check_cluster_config(args, cluster):
 
   Raises:
     VariableMgrError: the manager refuses the configuration.
+    TargetReachedError: the checkpoint of `--train_dir` (where this
+      process sees it) leaves no batch to train (see `batch_target`).
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import variable_mgr  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark import batch_target  # pylint: disable=g-import-not-at-top
   from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
   config = from_args(args).resolved()
   with tf.Graph().as_default():
@@ -183,10 +216,17 @@ def check_cluster_config(args, cluster):
           cluster, 0, config.num_gpus, config.device,
           config.local_parameter_device)
     harness.create_manager(config, host)
+  # Asynchronous workers each add their updates to the global step.
+  batch_target.check_restored(config, 1 if args.cross_replica_sync else
+                              len(cluster['worker']))
 
 
 def from_args(args, **overrides):
-  """The BenchmarkConfig of the parsed flags, with `overrides` applied."""
-  values = dict((name, getattr(args, name)) for name in CONFIG_FIELDS)
+  """The BenchmarkConfig of the parsed flags, with `overrides` applied;
+  without `--device`, the device of `default_device`."""
+  values = dict((name, getattr(args, name)) for name in CONFIG_FIELDS
+                if name != 'device_fallback')
+  if values['device'] is None and 'device' not in overrides:
+    values['device'], values['device_fallback'] = default_device()
   values.update(overrides)
   return BenchmarkConfig(**values)

@@ -175,7 +175,6 @@ TF_CNN_SAME_VALUES = {
     'fp16_vars': False,                 # --use_fp16 keeps float32 variables
     'freeze_when_forward_only': False,
     'gpu_memory_frac_for_testing': 0.0,
-    'hierarchical_copy': False,
     'loss_type_to_report': 'total_loss',  # the loss printed has the L2 term
     'ml_perf': False,
     'mkl': False,

@@ -120,7 +120,8 @@ def build_worker_graph(config, host, spec, sync):
     training_ops = []
     for i, device in enumerate(apply_devices):
       with tf.device(device):
-        grads = mgr.get_gradients_to_apply(i, state)
+        grads = harness.clip_gradients(mgr.get_gradients_to_apply(i, state),
+                                       config.gradient_clip)
         if gradients_ready is not None:
           grads = _after(gradients_ready, grads)
         mgr.append_apply_gradients_ops(state, optimizer, grads, training_ops)

@@ -47,6 +47,7 @@ import time
 import variable_mgr
 from variable_mgr import checkpoint
 from variable_mgr import errors
+from variable_mgr.benchmark import batch_target
 from variable_mgr.benchmark import output
 from variable_mgr.benchmark.cluster import deadline
 from variable_mgr.benchmark.cluster import liveness
@@ -189,7 +190,11 @@ def run_worker(spec, config, options, log=print):
     schedule = SaveSchedule(options.save_model_steps, config.save_model_secs)
     if config.num_warmup_batches:
       log('Running warm up')
-    for step in range(-config.num_warmup_batches, config.num_batches):
+    # As tf_cnn_benchmarks: --num_batches counts from global step 0.
+    num_batches = batch_target.batches_left(
+        config.num_batches, first_global_step, 1 if sync else spec.num_workers,
+        config.train_dir)
+    for step in range(-config.num_warmup_batches, num_batches):
       run_step = step + config.num_warmup_batches + 1
       if step == 0:
         if config.num_warmup_batches:
