@@ -73,8 +73,12 @@ def make_host(config):
     return host, host.session_config()
   host = variable_mgr.LocalBenchmarkCnn(config.num_gpus, config.device,
                                         config.local_parameter_device)
-  cpus = config.num_gpus if config.device == 'cpu' else 1
-  return host, tf.ConfigProto(device_count={'CPU': cpus})
+  if config.device == 'cpu':
+    # No GPU device either: TensorFlow then does not initialise CUDA, whose
+    # failure on a machine without a driver it logs as an error line.
+    return host, tf.ConfigProto(device_count={'CPU': config.num_gpus,
+                                              'GPU': 0})
+  return host, tf.ConfigProto(device_count={'CPU': 1})
 
 
 def with_threads(session_config, config):
