@@ -171,11 +171,17 @@ def _gone(tasks, seen):
 
 
 def failure(spec, dead, what):
+  """The TaskFailedError of `dead` ([(name, address)]) found gone. A dead
+  worker is named first: the controller ends when a worker is gone, so
+  a worker that finds both gone names the cause, then the controller."""
+  workers = [d for d in dead if d[0] != CONTROLLER]
+  first = workers or dead
+  also = [d for d in dead if d not in first]
   return liveness.TaskFailedError(
-      'task %s: dead task: %s (%s) while %s; rerun the cluster (with the '
+      'task %s: dead task: %s (%s)%s while %s; rerun the cluster (with the '
       'same --train_dir to resume from its last checkpoint).' % (
-          spec.name, ', '.join('%s at %s' % d for d in dead), liveness.GONE,
-          what))
+          spec.name, ', '.join('%s at %s' % d for d in first), liveness.GONE,
+          ''.join('; also gone: %s at %s' % d for d in also), what))
 
 
 def serve(spec, args, log=print):
@@ -186,7 +192,7 @@ def serve(spec, args, log=print):
     TaskFailedError: the controller or another worker is gone, or the
       controller never came up within --startup_timeout_secs.
   """
-  num_cpus = args.num_gpus if args.device == 'cpu' else 1
+  num_cpus = args.num_gpus if run_config.device_of(args) == 'cpu' else 1
   server = tf.train.Server(
       tf.train.ClusterSpec({'worker': spec.worker_hosts}), job_name='worker',
       task_index=spec.task_index,

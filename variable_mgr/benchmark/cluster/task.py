@@ -2,8 +2,10 @@
 
 Which task this process is comes from `--job_name/--task_index/--ps_hosts/
 --worker_hosts` or `TF_CONFIG` (see `task_spec`); a PS task runs
-`ps_task.run_ps`, a worker `worker_task.run_worker`. A task started by the
-launcher exits when the launcher is gone (see `launcher.watch_launcher`).
+`ps_task.run_ps`, a worker `worker_task.run_worker`; under
+distributed_all_reduce the controller and the workers that serve it run
+`controller_task`. A task started by the launcher exits when the launcher
+is gone (see `launcher.watch_launcher`).
 """
 
 import os
