@@ -3,8 +3,14 @@ as README.md gives installs: from the checkout, `pip install -e '.[extra]'`
 (not an index name such as `variable_mgr[plot]`, nor an extra that does not
 say what it is for)."""
 
+import sys
+
+import pytest
+
 from variable_mgr.benchmark import cli
 from variable_mgr.benchmark import compare
+from variable_mgr.benchmark import datasets
+from variable_mgr.benchmark import model_layers
 
 
 def test_compare_without_matplotlib_names_the_plot_extra(
@@ -25,3 +31,28 @@ def test_compare_without_matplotlib_names_the_plot_extra(
           "matplotlib, or pip install -e '.[plot]' in the checkout)"
           ) in capsys.readouterr().out.splitlines()
   assert (out_dir / compare.TABLE_FILE).exists()
+
+
+def test_digits_without_scikit_learn_names_the_data_extra(monkeypatch):
+  monkeypatch.setitem(sys.modules, 'sklearn', None)  # Its import fails.
+  with pytest.raises(datasets.DataDirError) as raised:
+    datasets.get_dataset('digits').check_subset('train')
+  assert str(raised.value).startswith('digits needs scikit-learn (')
+  assert str(raised.value).endswith(
+      "): pip install scikit-learn, or pip install -e '.[data]' in the "
+      'checkout')
+
+
+def test_layers_without_keras_2_name_the_layers_extra(monkeypatch):
+  class WithoutLayers(object):
+
+    def __getattr__(self, name):
+      if name == 'layers':
+        raise AttributeError('`layers` is not available with Keras 3.')
+      return getattr(model_layers.tf, name)
+
+  monkeypatch.setattr(model_layers, 'tf', WithoutLayers())
+  with pytest.raises(model_layers.LayersUnavailableError,
+                     match=r"\(pip install -e '\.\[layers\]' in the "
+                     r'checkout\) and set TF_USE_LEGACY_KERAS=1'):
+    model_layers.v1_layers()
