@@ -134,17 +134,16 @@ def next_loss_scale(scale, good_steps, finite, every_n):
   """The dynamic loss scale after one counted step: `(scale, good_steps)`.
 
   A step with an inf or NaN halves the scale, not below 1, and restarts the
-  count; a good step counts, and the scale doubles on the good step that
-  makes `every_n` in a row (the count then restarts). From 4 with
-  every_n=2 and only good steps, the scales after each step are 4, 8, 8,
-  16, 16, 32.
+  count; a good step that finds `every_n` good steps counted doubles the
+  scale and restarts the count, any other good step counts
+  (tf_cnn_benchmarks' schedule). From 4 with every_n=2 and only good steps,
+  the scales after each step are 4, 4, 8, 8, 8, 16.
   """
   if not finite:
     return max(scale / 2.0, 1.0), 0
-  good_steps += 1
   if good_steps >= every_n:
     return scale * 2.0, 0
-  return scale, good_steps
+  return scale, good_steps + 1
 
 
 def simulate(init, batches, combine, stale=False, passes=1, micro_mean=False,

@@ -34,7 +34,7 @@ BATCH = 6
 LEARNING_RATE = 0.1
 MODES = {
     'fp16': (dict(use_fp16=True, auto_loss_scale=True,
-                  inc_loss_scale_every_n=2), 3),
+                  inc_loss_scale_every_n=1), 3),
     'accumulate': (dict(backward_passes_per_step=2), 4),
 }
 

@@ -97,7 +97,8 @@ def test_loss_scales_cancel(name, variable_kind):
 def test_an_inf_on_any_tower_skips_the_step_everywhere(name, variable_kind):
   """An inf in tower t's input, for each t in turn: no copy of any variable
   changes and the scale halves each time; the next clean step applies as
-  NumPy says; after 2 clean steps in a row the scale doubles."""
+  NumPy says; the clean step after 2 clean steps in a row doubles the
+  scale (tf_cnn_benchmarks' schedule)."""
   run = Run(name, NUM_TOWERS, dtype=tf.float16, use_fp16=True,
             auto_loss_scale=True, inc_loss_scale_every_n=2)
   try:
@@ -130,9 +131,50 @@ def test_an_inf_on_any_tower_skips_the_step_everywhere(name, variable_kind):
                                      err_msg='step %d tower %d %s' %
                                      (step, t, k), **FLOAT16)
       clean_steps = step - NUM_TOWERS + 1
-      expected = scale * (2 if clean_steps >= 2 else 1)
+      expected = scale * (2 if clean_steps > 2 else 1)
       assert run.loss_scale() == expected, (step, run.loss_scale())
     assert run.global_step_value() == NUM_TOWERS + 3
+  finally:
+    run.close()
+
+
+def tf_cnn_benchmarks_schedule(initial, every_n, finite_steps):
+  """The scale after each step under tf_cnn_benchmarks'
+  `get_loss_scale_update_op`: a good step doubles the scale and restarts
+  the count when it finds `every_n` good steps counted, else counts; a bad
+  step halves and restarts. Upstream's halving has no floor: ours stops at
+  1 (the only difference, kept here)."""
+  scale, counted, result = float(initial), 0, []
+  for finite in finite_steps:
+    if not finite:
+      scale, counted = max(scale / 2.0, 1.0), 0
+    elif counted >= every_n:
+      scale, counted = scale * 2.0, 0
+    else:
+      counted += 1
+    result.append(scale)
+  return result
+
+
+def test_the_dynamic_scale_follows_tf_cnn_benchmarks_schedule(variable_kind):
+  """From 4 with every_n=2: 4, 4, 8, 8, 8, 16 over good steps (doubling
+  every n+1 = 3 of them, 4 * 2 ** (k // 3) after good step k), then a bad
+  step halves and the count restarts."""
+  finite = [True] * 7 + [False] + [True] * 4
+  want = tf_cnn_benchmarks_schedule(4, 2, finite)
+  assert want[:6] == [4, 4, 8, 8, 8, 16]
+  assert want[:7] == [4.0 * 2 ** (k // 3) for k in range(1, 8)]
+  assert want[7:] == [8, 8, 8, 16, 16]
+  run = Run('replicated', 2, dtype=tf.float16, use_fp16=True, loss_scale=4,
+            auto_loss_scale=True, inc_loss_scale_every_n=2)
+  try:
+    batches = options_harness.make_batches(2, len(finite))
+    got = []
+    for step_batches, ok in zip(batches, finite):
+      run.step(step_batches if ok else
+               options_harness.with_inf(step_batches, 1))
+      got.append(run.loss_scale())
+    assert got == want
   finally:
     run.close()
 
@@ -185,9 +227,11 @@ def test_the_scale_survives_a_checkpoint(tmp_path, variable_kind):
     assert restored.sess.run(restored.saved['loss_scale_normal_steps']) == 1
     for k in VARIABLES:
       np.testing.assert_array_equal(restored.values(0)[k], values[k])
-    batch = options_harness.make_batches(2, 2, seed=5)
+    batch = options_harness.make_batches(2, 3, seed=5)
     restored.step(batch[0])
-    restored.step(batch[1])  # The third good step in a row.
+    restored.step(batch[1])  # The third good step in a row: counted.
+    assert restored.loss_scale() == 64.0
+    restored.step(batch[2])  # The good step after 3: doubles.
     assert restored.loss_scale() == 128.0
   finally:
     restored.close()
@@ -359,10 +403,11 @@ def test_benchmark_wires_float16_and_the_dynamic_scale(tmp_path):
   with tf1.Session(graph=g.graph, config=session_config) as sess:
     sess.run(g.init_op)
     sess.run(g.post_init_op or [])
-    for _ in range(2):
+    for _ in range(3):
       _, loss = sess.run([g.train_op, g.loss])
       assert np.isfinite(loss)
-    assert sess.run(g.mgr.loss_scale) == 512.0  # 2 good steps: doubled.
+    # 2 good steps counted, the third doubles.
+    assert sess.run(g.mgr.loss_scale) == 512.0
 
 
 def test_benchmark_header_line():
@@ -405,7 +450,8 @@ def test_collective_workers_skip_an_inf_of_another_worker(tmp_path):
   """collective_all_reduce, 2 worker processes of 2 towers: an inf on the
   last tower of worker 1 leaves every copy of both workers as it was and
   halves both scales; the clean steps then match NumPy (the mean over the
-  4 towers) and the scale doubles after 2 of them, on both workers."""
+  4 towers) and the second of them doubles the scale (every_n=1), on both
+  workers."""
   import options_worker
   towers, workers = 2, 2
   arrays = options_harness.run_collective_workers(tmp_path, 'fp16', workers,

@@ -15,8 +15,12 @@ of the job (`loss_scale`, float32, saved in checkpoints) with its count of
 good steps (`loss_scale_normal_steps`). Fixed, it never changes. Dynamic
 (`auto_loss_scale`), a step whose gradients hold an inf or NaN on any tower
 (of any worker, where the strategy can tell) is skipped on every copy of
-every variable, S halves (not below 1) and the count restarts; after
-`inc_loss_scale_every_n` good steps in a row S doubles.
+every variable, S halves (not below 1) and the count restarts. As in
+tf_cnn_benchmarks (`get_loss_scale_update_op`), the good step that follows
+`inc_loss_scale_every_n` good steps in a row doubles S and restarts the
+count: from 4 with n=2, good steps leave 4, 4, 8, 8, 8, 16 (S doubles every
+n+1 good steps). Unlike tf_cnn_benchmarks, whose halving has no floor, S
+never falls below 1.
 
 Every op of a step reads S and the count through one snapshot each, taken
 once a step; their new values are computed from those snapshots, so each
@@ -77,8 +81,9 @@ class LossScale(object):
 
   Args:
     initial: the first (or fixed) scale.
-    dynamic: halve and skip on inf/NaN, double after `every_n` good steps.
-    every_n: good steps before the scale doubles.
+    dynamic: halve and skip on inf/NaN, double on the good step after
+      `every_n` good steps.
+    every_n: good steps counted before the one that doubles the scale.
     device: where the variables live (the worker's CPU).
   """
 
@@ -141,14 +146,17 @@ class LossScale(object):
       good = tf.logical_and(counted, finite)
       bad = tf.logical_and(counted, tf.logical_not(finite))
       steps = self._steps
-      counted_steps = tf.where(good, steps + 1,
-                               tf.where(bad, tf.zeros_like(steps), steps))
-      grow = counted_steps >= self.every_n
+      # tf_cnn_benchmarks' schedule: a good step that finds `every_n` good
+      # steps counted doubles the scale and restarts the count (it is not
+      # counted itself); any other good step counts.
+      grow = tf.logical_and(good, steps >= self.every_n)
       scale = self.value
       new_scale = tf.where(
           bad, tf.maximum(scale * 0.5, 1.0),
           tf.where(grow, scale * 2.0, scale))
-      new_steps = tf.where(grow, tf.zeros_like(steps), counted_steps)
+      new_steps = tf.where(
+          tf.logical_or(bad, grow), tf.zeros_like(steps),
+          tf.where(good, steps + 1, steps))
       return [self.variable.assign(new_scale, read_value=False),
               self.normal_steps.assign(new_steps, read_value=False)]
 

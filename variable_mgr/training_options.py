@@ -10,7 +10,8 @@ the fix. `variable_mgr.create` takes them as keyword arguments:
   `auto_loss_scale`; None for `DEFAULT_LOSS_SCALE`.
 - `auto_loss_scale`: a step whose gradients hold an inf or NaN on any tower
   is skipped on every copy of every variable and the scale halves (down to
-  1); after `inc_loss_scale_every_n` good steps in a row it doubles.
+  1); the good step after `inc_loss_scale_every_n` good steps in a row
+  doubles it (tf_cnn_benchmarks' schedule, see `mixed_precision`).
 - `backward_passes_per_step`: N micro-batches a tower add up before the
   strategy combines and applies once (see `variable_mgr.accumulation`).
 - `variable_consistency`: 'strong', or 'relaxed' (replicated): step t applies
