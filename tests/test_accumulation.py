@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import graph_as_run
 import options_harness
 import variable_mgr
 from options_harness import LOCAL_NAMES
@@ -301,3 +302,28 @@ def test_nccl_graph_exchanges_the_gated_sums():
     while source.type in ('Identity', 'Cast'):
       source = source.inputs[0].op
     assert source.type == 'Switch' and source.inputs[1] is go, op.name
+
+
+def test_every_read_of_the_accumulation_state_runs_before_its_write(
+    variable_kind):
+  """With float16 towers and a dynamic scale: in the graph as run (after
+  grappler), the counter, each accumulator, the loss scale and its count
+  are read and written in a step, every read before the write (see
+  variable_mgr.step_state)."""
+  run = Run('replicated', NUM_TOWERS, dtype=tf.float16, use_fp16=True,
+            auto_loss_scale=True, backward_passes_per_step=2, batch=ROWS)
+  try:
+    feeds = {}
+    batches = options_harness.make_batches(NUM_TOWERS, 1, rows=ROWS)[0]
+    for (x, y), (bx, by) in zip(run.inputs, batches):
+      feeds[x], feeds[y] = bx, by
+    graph = graph_as_run.GraphAsRun(run.sess, run.train_op, feeds)
+    names = [v.op.name for v in
+             run.graph.get_collection(tf1.GraphKeys.LOCAL_VARIABLES)]
+    assert len(names) == NUM_TOWERS * len(VARIABLES) + 3, names
+    for name in names:
+      reads, writes = graph.reads_and_writes(name)
+      assert reads and writes, (name, reads, writes)
+      assert not graph.unordered_reads(name), name
+  finally:
+    run.close()

@@ -46,6 +46,15 @@ nothing: `after` adds an edge only for readers that are not, through one
 `Identity` of the gradient. Ops that read a variable and are built before
 `preprocess_device_grads` (a summary of the weights, say) therefore run in
 every step; build them after the training graph to keep them optional.
+
+The graph that runs is grappler's rewrite of the one built: TF 2.x's
+arithmetic optimizer rebuilds a narrowing cast-like op above an `Identity`
+or a `DeepCopy` (the float16 `Cast` of a ref variable's `read`, for
+instance, becomes a `Cast` of the variable itself). The edges added here
+wait for the readers' consumers too (a `Cast` is followed) and a rebuilt
+read stays their ancestor, so the updates stay ordered; what is not safe
+that way is a copy taken to be read later and ordered by an edge on the copy
+itself: the manager's own step state, see `variable_mgr.step_state`.
 """
 
 from variable_mgr.compat import tf
