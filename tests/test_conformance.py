@@ -96,8 +96,7 @@ def test_strategy_matches_numpy(name, num_towers, variable_kind):
   check_run(name, num_towers)
 
 
-@pytest.mark.parametrize('name', ['ps_cpu', 'replicated', 'staged_ps',
-                                  'distributed_all_reduce'])
+@pytest.mark.parametrize('name', ['ps_cpu', 'replicated', 'staged_ps'])
 def test_float64(name, variable_kind):
   check_run(name, 2, dtype=np.float64)
 

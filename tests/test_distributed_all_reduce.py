@@ -123,17 +123,6 @@ def test_the_check_tells_the_sum_from_the_mean():
     run.close()
 
 
-def test_ref_and_resource_variables(variable_kind):
-  run = _run('copy/xring')
-  try:
-    kinds = set(v.op.type for v in run.model_variables)
-    assert kinds == ({'VarHandleOp'} if variable_kind == 'resource'
-                     else {'VariableV2'}), kinds
-    _check_steps(run)
-  finally:
-    run.close()
-
-
 def test_mean_equals_one_device_and_its_checkpoint_restores_there(tmp_path):
   """reduction='mean' over 2 x 2 towers of 6 examples is one device's step
   on the 24 examples; the one-device run starts from the cluster's
