@@ -73,8 +73,9 @@ def _refused(capsys, argv, main=cli.main):
 
 
 @pytest.mark.parametrize('argv, message', [
-    ([], '--launch_local_cluster runs --variable_update=replicated by '
-         'default, which runs on one machine only; ' + CLUSTER_CHOICES),
+    (['--variable_update', 'replicated'],
+     '--variable_update=replicated runs on one machine only, not as '
+     '--launch_local_cluster; ' + CLUSTER_CHOICES),
     (['--variable_update', 'independent'],
      '--variable_update=independent runs on one machine only, not as '
      '--launch_local_cluster; ' + CLUSTER_CHOICES),
@@ -94,24 +95,26 @@ def test_launch_refuses_what_its_tasks_would(argv, message, main, capsys):
 
 
 def test_launched_default_strategy_starts_no_task(launch):
-  """README's command with --launch_local_cluster and nothing else: it used
-  to start three tasks and wait 79 s for the PS."""
-  cluster = launch([], module='variable_mgr.benchmark')
+  """--launch_local_cluster with a strategy of one machine (replicated,
+  the default once): it used to start three tasks and wait 79 s for the
+  PS."""
+  cluster = launch(['--variable_update', 'replicated'],
+                   module='variable_mgr.benchmark')
   assert cluster.finish(clusterlib.PROCESS_START_SECS) == 2, cluster.output
   assert cluster.tasks() == {}
   assert cluster.lines[-1] == (
-      PREFIX + '--launch_local_cluster runs --variable_update=replicated by '
-      'default, which runs on one machine only; ' + CLUSTER_CHOICES)
+      PREFIX + '--variable_update=replicated runs on one machine only, not as '
+      '--launch_local_cluster; ' + CLUSTER_CHOICES)
   assert time.time() - cluster.started < clusterlib.PROCESS_START_SECS
 
 
 def test_a_task_of_a_one_machine_strategy_is_refused(capsys):
   message = _refused(capsys, [
       '--job_name', 'ps', '--ps_hosts', '127.0.0.1:2222', '--worker_hosts',
-      '127.0.0.1:2223'], distributed.main)
-  assert message == ('a cluster task (--job_name=ps) runs '
-                     '--variable_update=replicated by default, which runs on '
-                     'one machine only; ' + CLUSTER_CHOICES)
+      '127.0.0.1:2223', '--variable_update', 'replicated'], distributed.main)
+  assert message == ('--variable_update=replicated runs on one machine only, '
+                     'not as a cluster task (--job_name=ps); ' +
+                     CLUSTER_CHOICES)
 
 
 STAGED_REFUSED = (
@@ -392,7 +395,8 @@ def test_a_sweep_where_everything_is_refused(tmp_path, capsys):
 def _traffic_line(capsys, towers, extra, tmp_path):
   path = str(tmp_path / 'out.json')
   assert cli.main(TINY[:2] + ['--num_gpus', str(towers)] + TINY[4:] + [
-      '--measure_traffic', '--output', path] + extra) == 0
+      '--variable_update', 'replicated', '--measure_traffic', '--output',
+      path] + extra) == 0
   lines = [l for l in capsys.readouterr().out.splitlines()
            if l.startswith('busiest device: ')]
   assert len(lines) == 1, lines

@@ -153,6 +153,12 @@ def default_device(count=None):
   return ('gpu', False) if count else ('cpu', True)
 
 
+def device_of(args):
+  """The towers' device type of the parsed flags: `--device`, or
+  `default_device`'s without it."""
+  return args.device or default_device()[0]
+
+
 def check_devices(device, num_gpus, count=None):
   """Refuses `--device=gpu` towers that this machine cannot give, before
   any graph is built. An explicit `--device=gpu` needs a GPU; without
