@@ -137,6 +137,15 @@ TASK = ['--variable_update=distributed_all_reduce', '--all_reduce_spec=xring',
       '--variable_update=parameter_server', '--ps_hosts=127.0.0.1:2224',
       '--worker_hosts=127.0.0.1:2223'],
      ['--controller_host=127.0.0.1:1 with', 'drop --controller_host']),
+    (['--job_name=worker', '--controller_host=127.0.0.1:2222',
+      '--variable_update=distributed_all_reduce', '--all_reduce_spec=xring'],
+     ['--worker_hosts is empty', '--worker_hosts=10.0.0.2:2222']),
+    (['--job_name=worker', '--task_index=2',
+      '--controller_host=127.0.0.1:2222'] + TASK,
+     ['--job_name=worker --task_index=2', 'the worker job has 2 tasks (0..1)']),
+    (['--job_name=controller', '--task_index=1',
+      '--controller_host=127.0.0.1:2222'] + TASK,
+     ['the controller is task 0 of its job']),
     (['--launch_local_cluster', '--variable_update=horovod'],
      ['--variable_update=horovod', 'Horovod is not part of this benchmark',
       '--variable_update=collective_all_reduce']),
@@ -151,3 +160,11 @@ def test_a_run_on_one_machine_is_refused():
   with pytest.raises(cli_flags.UsageError, match='needs a cluster'):
     cli_flags.parse_args(['--variable_update=distributed_all_reduce',
                           '--all_reduce_spec=xring'])
+
+
+def test_tf_config_is_refused():
+  with pytest.raises(cli_flags.UsageError,
+                     match='TF_CONFIG has no controller task'):
+    cli_flags.parse_task_args(TASK[:2], environ={'TF_CONFIG': (
+        '{"cluster": {"worker": ["127.0.0.1:2223"]}, '
+        '"task": {"type": "worker", "index": 0}}')})
