@@ -60,13 +60,13 @@ def queue_delay(rate, seconds=4.0, connects=8):
                            '5202', str(connects)])
       idle = float(netns.run(connect).strip())
       receiver = subprocess.Popen(
-          b.command([sys.executable, '-c', netns._RECEIVER % {  # pylint: disable=protected-access
+          b.command([sys.executable, '-c', netns.RECEIVER_SCRIPT % {
               'timeout': seconds + 20}, b.address, '5201']),
           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
           universal_newlines=True)
       receiver.stdout.readline()
       sender = subprocess.Popen(
-          a.command([sys.executable, '-c', netns._SENDER % {  # pylint: disable=protected-access
+          a.command([sys.executable, '-c', netns.SENDER_SCRIPT % {
               'timeout': seconds + 20}, b.address, '5201',
                      str(seconds + 2.0)]),
           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

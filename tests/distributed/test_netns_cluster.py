@@ -70,8 +70,9 @@ def test_launcher_without_root_refuses_before_starting(monkeypatch, capsys):
   assert capsys.readouterr().err == (
       'variable_mgr_benchmark: error: --network_rate needs root (network '
       'namespaces, veth pairs and tc qdiscs are privileged) and this process '
-      'runs as uid 1000: run it as root (e.g. sudo -E), or drop '
-      '--network_rate to run the cluster over 127.0.0.1.\n')
+      'runs as uid 1000: run it as root with this Python (sudo "%s" -m ...: '
+      'in a venv, sudo python runs another Python), or drop --network_rate to '
+      'run the cluster over 127.0.0.1.\n' % sys.executable)
 
 
 def test_tasks_get_neither_launch_flag():

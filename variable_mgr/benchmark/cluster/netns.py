@@ -72,9 +72,10 @@ def check_supported(flag='--network_rate'):
   if os.geteuid() != 0:
     raise NetworkUnavailableError(
         '%s needs root (network namespaces, veth pairs and tc qdiscs are '
-        'privileged) and this process runs as uid %d: run it as root (e.g. '
-        'sudo -E), or drop %s to run the cluster over 127.0.0.1.' % (
-            flag, os.geteuid(), flag))
+        'privileged) and this process runs as uid %d: run it as root with '
+        'this Python (sudo "%s" -m ...: in a venv, sudo python runs '
+        'another Python), or drop %s to run the cluster over 127.0.0.1.' % (
+            flag, os.geteuid(), sys.executable, flag))
   missing = [tool for tool in ('ip', 'tc') if shutil.which(tool) is None]
   if missing:
     raise NetworkUnavailableError(
@@ -292,7 +293,7 @@ class Network(object):
 
 # -- Measuring a link and reaching a port from a namespace -----------------
 
-_RECEIVER = r'''
+RECEIVER_SCRIPT = r'''
 import socket, sys, time
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -315,7 +316,7 @@ while True:
 print(n * 8.0 / max(last - first, 1e-9))
 '''
 
-_SENDER = r'''
+SENDER_SCRIPT = r'''
 import socket, sys, time
 c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=%(timeout)g)
 buf = b'\0' * (1 << 16)
@@ -340,14 +341,16 @@ def goodput(sender, receiver, seconds=2.0, port=5201):
   `receiver` (both of one Network), measured for `seconds`."""
   timeout = seconds + 20.0
   listener = subprocess.Popen(
-      receiver.command([sys.executable, '-c', _RECEIVER % {'timeout': timeout},
+      receiver.command([sys.executable, '-c',
+                        RECEIVER_SCRIPT % {'timeout': timeout},
                         receiver.address, str(port)]),
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
   try:
     if listener.stdout.readline().strip() != 'ready':
       raise NetworkSetupError('the goodput receiver did not start: %s' %
                               listener.stderr.read())
-    run(sender.command([sys.executable, '-c', _SENDER % {'timeout': timeout},
+    run(sender.command([sys.executable, '-c',
+                        SENDER_SCRIPT % {'timeout': timeout},
                         receiver.address, str(port), str(seconds)]))
     out, err = listener.communicate(timeout=timeout)
   finally:
