@@ -1,9 +1,10 @@
 """The `variable_mgr_benchmark` command (also `python -m variable_mgr.benchmark`).
 
-Flags follow tf_cnn_benchmarks' names where they overlap. With no flags it
-trains a LeNet-sized CNN on synthetic data over 4 virtual CPU towers with
-`--variable_update=replicated`, and prints tf_cnn_benchmarks' progress lines
-and a final `total images/sec`.
+Flags follow tf_cnn_benchmarks' names and defaults where they overlap. With
+no flags it trains the trivial model on synthetic data on one tower with
+`--variable_update=parameter_server`, on the GPU or, where TensorFlow finds
+none, the CPU, and prints tf_cnn_benchmarks' progress lines and a final
+`total images/sec`.
 
 The command parses its flags (`flags`) and hands them to the runner of
 what they ask for: a cluster on this machine (`cluster.launcher`), one task
