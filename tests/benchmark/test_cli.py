@@ -202,6 +202,12 @@ def test_module_entry_point():
   assert 'total images/sec: ' in good.stdout
   assert [l.split('\t')[0] for l in good.stdout.splitlines()
           if '\timages/sec: ' in l] == ['1', '2', '3']
+  if _tf.__version__.startswith('2.'):
+    # CPU towers: the session has no GPU device, so TensorFlow 2 does not
+    # initialise CUDA and logs no "failed call to cuInit" error on a machine
+    # without a driver (tensorflow-gpu 1.15 probes CUDA whatever the session
+    # asks: docs/troubleshooting.md).
+    assert 'cuInit' not in good.stderr, good.stderr
   bad = _subprocess(['--num_gpus', '0'])
   assert bad.returncode == 2
   assert 'Traceback' not in bad.stderr
@@ -227,3 +233,22 @@ def test_layer_models_run_without_the_keras_variable_set():
       timeout=300)
   assert run.returncode == 0, run.stderr[-2000:]
   assert 'total images/sec: ' in run.stdout
+
+
+@pytest.mark.parametrize('driver', [False, True])
+def test_gpu_count_asks_tensorflow_only_where_a_driver_is(
+    driver, tmp_path, monkeypatch):
+  """A CUDA build on Linux without the NVIDIA driver has no GPU: counted
+  without asking TensorFlow, whose CUDA probe would log an error line."""
+  from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
+  driver_file = tmp_path / 'version'
+  if driver:
+    driver_file.write_text('NVRM version: test\n')
+  asked = []
+  monkeypatch.setattr(run_config, 'NVIDIA_DRIVER_FILE', str(driver_file))
+  monkeypatch.setattr(run_config.sys, 'platform', 'linux')
+  monkeypatch.setattr(_tf.test, 'is_built_with_cuda', lambda: True)
+  monkeypatch.setattr(_tf.config.experimental, 'list_physical_devices',
+                      lambda kind: asked.append(kind) or ['gpu0', 'gpu1'])
+  assert run_config.gpu_count() == (2 if driver else 0)
+  assert asked == (['GPU'] if driver else [])

@@ -5,6 +5,8 @@ takes a BenchmarkConfig; the harness builds its graph from one.
 """
 
 import collections
+import os
+import sys
 
 from variable_mgr import errors
 from variable_mgr.benchmark import flags
@@ -134,9 +136,24 @@ class BenchmarkConfig(collections.namedtuple('BenchmarkConfig',
                       else self.weight_decay))
 
 
+# Present while an NVIDIA kernel driver is loaded (also in containers that
+# are given GPUs); without it CUDA can find no GPU.
+NVIDIA_DRIVER_FILE = '/proc/driver/nvidia/version'
+
+
 def gpu_count():
-  """The GPUs TensorFlow can use on this machine (no session is made)."""
+  """The GPUs TensorFlow can use on this machine (no session is made).
+
+  A CUDA build of TensorFlow on Linux without the NVIDIA driver has none,
+  and asking it would make it try to initialise CUDA and log that failure
+  as an error line ("failed call to cuInit") before the run starts; so the
+  driver is looked for first. Other builds (CPU-only, ROCm) and other
+  systems are asked directly.
+  """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if (sys.platform.startswith('linux') and tf.test.is_built_with_cuda() and
+      not os.path.exists(NVIDIA_DRIVER_FILE)):
+    return 0
   # tf.config.experimental.list_physical_devices: TF 1.15 and 2.x alike.
   return len(tf.config.experimental.list_physical_devices('GPU'))
 
