@@ -338,6 +338,19 @@ MUTATIONS = [
          new='    pass\n',
          tests=['tests/benchmark/test_rough_edges.py::'
                 'test_a_chief_with_a_dangling_checkpoint_starts_nothing']),
+    dict(name='restored-run-times-num-batches-more',
+         path='variable_mgr/benchmark/local_run.py',
+         old='      for step in range(-config.num_warmup_batches, num_batches):\n',
+         new='      for step in range(-config.num_warmup_batches, '
+         'config.num_batches):\n',
+         tests=['tests/benchmark/test_upstream_semantics.py::'
+                'test_a_restored_run_trains_to_num_batches']),
+    dict(name='gradient-clip-dropped',
+         path='variable_mgr/benchmark/harness.py',
+         old='  if clip is None:\n    return grads\n',
+         new='  return grads\n',
+         tests=['tests/benchmark/test_upstream_semantics.py::'
+                'test_gradient_clip_matches_numpy']),
     # -- All-reduce: ring, spec ranges, small-tensor packing, two stages ----
     dict(name='allreduce-ring-hop-short',
          path='variable_mgr/allreduce/algorithms.py',
