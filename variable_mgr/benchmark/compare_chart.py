@@ -198,10 +198,12 @@ def _stack(fig, header, footer):
   the header from the top down, the footer from the bottom up, the panels
   between them."""
   renderer = fig.canvas.get_renderer()
-  heights = lambda artists: [a.get_window_extent(renderer).height
-                             for a in artists if a is not None]
-  top_px = sum(h + MARGIN_PX for h in heights(header)) + MARGIN_PX
-  bottom_px = sum(h + MARGIN_PX for h in heights(footer)) + MARGIN_PX
+
+  def height_px(artists):
+    return sum(a.get_window_extent(renderer).height + MARGIN_PX
+               for a in artists if a is not None) + MARGIN_PX
+
+  top_px, bottom_px = height_px(header), height_px(footer)
   # Whole pixels: the PNG's last row is then all of the figure's.
   total_px = math.ceil(PANELS_INCHES * DPI + top_px + bottom_px)
   fig.set_size_inches(WIDTH_INCHES, total_px / DPI)
