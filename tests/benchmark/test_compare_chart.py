@@ -142,9 +142,9 @@ def test_a_series_has_one_colour_in_both_panels(chart):
   assert len(set(speed.values())) == len(speed)  # Each its own colour.
   legend = dict((t.get_text(), colors.to_rgba(h.get_color()))
                 for t, h in zip(chart.legend.get_texts(),
-                                chart.legend.legendHandles
-                                if hasattr(chart.legend, 'legendHandles')
-                                else chart.legend.legend_handles))
+                                chart.legend.legend_handles
+                                if hasattr(chart.legend, 'legend_handles')
+                                else chart.legend.legendHandles))  # < 3.7
   assert legend == speed
 
 
