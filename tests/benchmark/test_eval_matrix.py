@@ -33,6 +33,7 @@ STRATEGIES = {
 }
 NAMES = sorted(STRATEGIES)
 EVERY, STEPS = 2, 4
+EVAL_BATCHES = 3  # 96 of the 300 images: enough to tell two steps apart.
 
 
 def _training_copy(graph, strategy):
@@ -62,7 +63,8 @@ def test_eval_during_training_scores_the_training_variables(
       model='trivial', num_gpus=2, batch_size=16, data_name='digits',
       train_dir=str(tmp_path / 'train'), learning_rate=0.05,
       num_batches=STEPS, num_warmup_batches=0, display_every=100,
-      eval_during_training_every_n_steps=EVERY, **STRATEGIES[strategy]),
+      eval_during_training_every_n_steps=EVERY,
+      num_eval_batches=EVAL_BATCHES, **STRATEGIES[strategy]),
                               log=lines.append)
   evaluations = results['evaluations']
   assert [e['global_step'] for e in evaluations] == [EVERY, STEPS]
@@ -72,7 +74,7 @@ def test_eval_during_training_scores_the_training_variables(
     top_1, top_5, count = numpy_accuracy(weights, biases,
                                          limit=result['eval_examples'])
     scored.append((top_1, top_5))
-    assert result['eval_examples'] == count
+    assert result['eval_examples'] == count == 96
     np.testing.assert_allclose(result['top_1_accuracy'], top_1, atol=1e-9,
                                err_msg='step %d' % result['global_step'])
     np.testing.assert_allclose(result['top_5_accuracy'], top_5, atol=1e-9)
