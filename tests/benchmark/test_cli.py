@@ -252,3 +252,22 @@ def test_gpu_count_asks_tensorflow_only_where_a_driver_is(
                       lambda kind: asked.append(kind) or ['gpu0', 'gpu1'])
   assert run_config.gpu_count() == (2 if driver else 0)
   assert asked == (['GPU'] if driver else [])
+
+
+def test_the_in_process_cluster_of_cpu_towers_has_no_gpu_device(monkeypatch):
+  """distributed_replicated's one-machine cluster: its servers get no GPU
+  device, so TensorFlow 2 logs no CUDA error where there is no driver."""
+  from variable_mgr.benchmark.cluster import in_process  # pylint: disable=g-import-not-at-top
+  configs = []
+
+  class Server(object):
+    target = 'grpc://fake'
+
+    def __init__(self, cluster, job_name, task_index, config):
+      del cluster, task_index
+      configs.append((job_name, dict(config.device_count)))
+
+  monkeypatch.setattr(in_process.tf.train, 'Server', Server)
+  in_process.LocalClusterHost(2, 'cpu').start()
+  assert configs == [('ps', {'CPU': 1, 'GPU': 0}),
+                     ('worker', {'CPU': 2, 'GPU': 0})]

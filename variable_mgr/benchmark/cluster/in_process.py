@@ -51,10 +51,17 @@ class LocalClusterHost(interface.ClusterBenchmarkCnn):
   def start(self):
     """Starts the PS and worker servers; returns the worker's target."""
     if not self._servers:
+      # No GPU device where nothing runs on one: TensorFlow then does not
+      # initialise CUDA, whose failure on a machine without a driver it
+      # logs as an error line.
       self._servers.append(tf.train.Server(
           self.cluster, job_name='ps', task_index=0,
-          config=tf.ConfigProto(device_count={'CPU': 1})))
+          config=tf.ConfigProto(device_count={'CPU': 1, 'GPU': 0})))
+      config = self.session_config()
+      if all(tf.DeviceSpec.from_string(d).device_type.upper() == 'CPU'
+             for d in self.raw_devices):
+        config.device_count['GPU'] = 0
       self._servers.append(tf.train.Server(
           self.cluster, job_name='worker', task_index=self.task_index,
-          config=self.session_config()))
+          config=config))
     return self._servers[-1].target
