@@ -453,6 +453,230 @@ MUTATIONS = [
                 'pscpu/pscpu]',
                 ALLREDUCE_WORKERS + 'test_spec_sums_across_two_workers['
                 'pscpu:7:xring/xring]']),
+    # -- Core modules and benchmark helpers without an entry before -------------
+    # A realistic refactor slip in each, on code that decides numbers or a
+    # refusal.
+    dict(name='loss-scale-halves-below-one',
+         path='variable_mgr/mixed_precision.py',
+         old='          bad, tf.maximum(scale * 0.5, 1.0),\n',
+         new='          bad, scale * 0.5,\n',
+         tests=['tests/test_mixed_precision.py::test_the_scale_does_not_fall_'
+                'below_one']),
+    dict(name='loss-scale-doubles-a-step-late',
+         path='variable_mgr/mixed_precision.py',
+         old='      grow = tf.logical_and(good, steps >= self.every_n)\n',
+         new='      grow = tf.logical_and(good, steps > self.every_n)\n',
+         tests=['tests/test_mixed_precision.py::test_the_dynamic_scale_follows_'
+                'tf_cnn_benchmarks_schedule[resource]']),
+    dict(name='step-state-ref-variables',
+         path='variable_mgr/step_state.py',
+         old='                       use_resource=True if RESOURCE_STATE else '
+             'None)\n',
+         new='                       use_resource=None)\n',
+         tests=['tests/test_relaxed_consistency.py::test_every_read_of_the_'
+                'step_state_runs_before_its_write[ref]']),
+    dict(name='step-state-global-collection',
+         path='variable_mgr/step_state.py',
+         old='                       collections=[tf.GraphKeys.LOCAL_'
+             'VARIABLES],\n',
+         new='                       collections=[tf.GraphKeys.GLOBAL_'
+             'VARIABLES],\n',
+         tests=['tests/test_mixed_precision.py::test_saved_names_hold_no_'
+                'internal_state',
+                'tests/test_relaxed_consistency.py::test_every_read_of_the_'
+                'step_state_runs_before_its_write[resource]']),
+    dict(name='checkpoint-missing-data-shard-unnoticed',
+         path='variable_mgr/checkpoint.py',
+         old='    return [prefix + \'.data-00000-of-00001\']\n',
+         new='    return []\n',
+         tests=['tests/test_checkpoint.py::test_a_prefix_without_its_data_is_'
+                'an_error']),
+    dict(name='checkpoint-shape-checked-by-rank',
+         path='variable_mgr/checkpoint.py',
+         old='    if not shape.is_compatible_with(saved[name]):\n',
+         new='    if shape.ndims != len(saved[name]):\n',
+         tests=['tests/test_errors.py::test_checkpoint_variable_of_another_'
+                'shape']),
+    dict(name='gradient-state-waits-looked-up-by-tensor-name',
+         path='variable_mgr/gradient_state.py',
+         old='    return ordering.after(grad, self.waits.get(var.op.name, ()), '
+             'self._index)\n',
+         new='    return ordering.after(grad, self.waits.get(var.name, ()), '
+             'self._index)\n',
+         tests=[ORDERING + 'test_an_update_waits_for_a_late_read_of_its_'
+                'variable[resource-replicated]',
+                ORDERING + 'test_an_update_waits_for_a_late_read_of_its_'
+                'variable[resource-ps_cpu]']),
+    dict(name='training-options-loss-scale-below-one',
+         path='variable_mgr/training_options.py',
+         old='      not math.isfinite(scale) or scale < 1):\n',
+         new='      not math.isfinite(scale) or scale <= 0):\n',
+         tests=['tests/test_mixed_precision.py::test_bad_options_are_refused_'
+                'before_any_graph']),
+    dict(name='training-options-relaxed-with-two-passes',
+         path='variable_mgr/training_options.py',
+         old='  if options.relaxed and passes > 1:\n',
+         new='  if options.relaxed and passes > 2:\n',
+         tests=['tests/test_relaxed_consistency.py::test_relaxed_with_'
+                'accumulation_is_refused']),
+    dict(name='tower-variables-empty-tower-not-scanned',
+         path='variable_mgr/tower_variables.py',
+         old='    if not tower:\n',
+         new='    if tower is None:\n',
+         tests=['tests/test_tower_variables.py::test_tf_variables_outside_'
+                'every_scope_are_named[resource]']),
+    dict(name='registry-cluster-refusals-swapped',
+         path='variable_mgr/registry.py',
+         old='  if cls is None and distributed:\n',
+         new='  if cls is None and not distributed:\n',
+         tests=['tests/test_distributed_all_reduce.py::test_a_local_host',
+                'tests/benchmark/test_rough_edges.py::test_a_cluster_strategy_'
+                'on_one_machine_is_refused']),
+    dict(name='registry-staged-vars-owned-by-replicated',
+         path='variable_mgr/registry.py',
+         old='    (\'staged_vars\', ((\'parameter_server\',), False)),\n',
+         new='    (\'staged_vars\', ((\'parameter_server\', \'replicated\'), '
+             'False)),\n',
+         tests=['tests/test_errors.py::test_staged_vars_only_with_parameter_'
+                'server[replicated]']),
+    dict(name='naming-canonical-keeps-the-slash',
+         path='variable_mgr/naming.py',
+         old='  return name[len(scope) + 1:] if scope else name\n',
+         new='  return name[len(scope):] if scope else name\n',
+         tests=[SEED_BUGS + 'test_variables_to_save_have_canonical_names_'
+                'local[resource-replicated]']),
+    dict(name='naming-shared-scope-not-stripped',
+         path='variable_mgr/naming.py',
+         old='_TOWER_SCOPE = re.compile(r\'^v(\\d*)/\')\n',
+         new='_TOWER_SCOPE = re.compile(r\'^v(\\d+)/\')\n',
+         tests=[SEED_BUGS + 'test_variables_to_save_have_canonical_names_'
+                'local[resource-parameter_server]']),
+    dict(name='replicas-copy-into-tower-zero',
+         path='variable_mgr/strategies/_replicas.py',
+         old='    ops.append(var.assign(reads[source.name], '
+             'read_value=False))\n',
+         new='    ops.append(source.assign(var.read_value(), '
+             'read_value=False))\n',
+         tests=[SEED_BUGS + 'test_checkpoint_restores_across_strategies['
+                'resource-parameter_server-replicated]']),
+    dict(name='collective-mean-over-local-towers',
+         path='variable_mgr/strategies/collective_all_reduce.py',
+         old='    factor = 1.0 / size if self.use_mean else None\n',
+         new='    factor = 1.0 / self.num_towers if self.use_mean else None\n',
+         tests=['tests/distributed/test_collective_all_reduce.py::test_every_'
+                'tower_of_every_worker_matches_numpy[2]']),
+    dict(name='collective-task-index-past-the-workers',
+         path='variable_mgr/strategies/collective_all_reduce.py',
+         old='    if not 0 <= host.task_index < workers:\n',
+         new='    if not 0 <= host.task_index <= workers:\n',
+         tests=['tests/distributed/test_collective_all_reduce.py::test_host_'
+                'disagrees_with_cluster[task_index]']),
+    dict(name='distributed-all-reduce-checks-the-inner-stage',
+         path='variable_mgr/strategies/distributed_all_reduce.py',
+         old='    result.append((spec_range.stages[-1], start))\n',
+         new='    result.append((spec_range.stages[0], start))\n',
+         tests=['tests/test_distributed_all_reduce.py::test_a_spec_whose_stage_'
+                'across_workers_is_nccl[xring/nccl-6]']),
+    dict(name='distributed-all-reduce-stage-position-drops-slashes',
+         path='variable_mgr/strategies/distributed_all_reduce.py',
+         old='    start = starts[2 * r] + sum(len(p) + 1 for p in '
+             'parts[:-1])\n',
+         new='    start = starts[2 * r] + sum(len(p) for p in parts[:-1])\n',
+         tests=['tests/test_distributed_all_reduce.py::test_the_host_and_the_'
+                'outer_stages']),
+    dict(name='eval-counts-the-padding-as-examples',
+         path='variable_mgr/benchmark/evaluation.py',
+         old='      examples += int(out[\'count\'])\n',
+         new='      examples += self.global_batch\n',
+         tests=['tests/benchmark/test_eval.py::test_eval_of_a_known_checkpoint_'
+                'is_numpys[False-strategy0]']),
+    dict(name='eval-weighs-one-padded-image',
+         path='variable_mgr/benchmark/evaluation.py',
+         old='        weights = tf.cast(tf.range(self.global_batch) < count, '
+             'tf.float32)\n',
+         new='        weights = tf.cast(tf.range(self.global_batch) <= count, '
+             'tf.float32)\n',
+         tests=['tests/benchmark/test_eval.py::test_eval_of_a_known_checkpoint_'
+                'is_numpys[False-strategy0]']),
+    dict(name='imagenet-label-1001-accepted',
+         path='variable_mgr/benchmark/imagenet_records.py',
+         old='  in_range = tf.logical_and(label >= 0, label < num_classes)\n',
+         new='  in_range = tf.logical_and(label >= 0, label <= num_classes)\n',
+         tests=['tests/benchmark/test_imagenet_labels.py::test_a_label_outside_'
+                'the_classes_names_its_record[validation-1001]']),
+    dict(name='imagenet-whole-last-record-called-truncated',
+         path='variable_mgr/benchmark/imagenet_records.py',
+         old='      if end > size:\n',
+         new='      if end >= size:\n',
+         tests=['tests/benchmark/test_damaged_data.py::test_truncation_of_'
+                'names_the_record']),
+    dict(name='lr-piecewise-boundary-a-step-late',
+         path='variable_mgr/benchmark/lr_schedule.py',
+         old='    boundaries = [int(e * batches_per_epoch) - 1 for e in '
+             'epochs]\n',
+         new='    boundaries = [int(e * batches_per_epoch) for e in epochs]\n',
+         tests=['tests/benchmark/test_optimizers.py::test_piecewise_schedule_'
+                'changes_after_each_epoch']),
+    dict(name='lr-decay-every-zero-steps-accepted',
+         path='variable_mgr/benchmark/lr_schedule.py',
+         old='    if decay_steps < 1:\n',
+         new='    if decay_steps < 0:\n',
+         tests=['tests/benchmark/test_optimizers.py::test_steps_that_collapse_'
+                'are_refused_before_ops']),
+    dict(name='adam-bias-correction-a-step-behind',
+         path='variable_mgr/benchmark/optimizers.py',
+         old='    t = tf.cast(self._step, tf.float32) + 1.0\n',
+         new='    t = tf.cast(self._step, tf.float32)\n',
+         tests=['tests/benchmark/test_optimizers.py::test_optimizer_matches_'
+                'numpy[adam]']),
+    dict(name='lr-decay-not-staircase',
+         path='variable_mgr/benchmark/optimizers.py',
+         old='            config.learning_rate_decay_factor, staircase=True)\n',
+         new='            config.learning_rate_decay_factor, '
+             'staircase=False)\n',
+         tests=['tests/benchmark/test_optimizers.py::test_exponential_decay_is_'
+                'staircase_and_bounded']),
+    dict(name='batch-target-reached-exactly-runs',
+         path='variable_mgr/benchmark/batch_target.py',
+         old='  if left <= 0:\n',
+         new='  if left < 0:\n',
+         tests=['tests/benchmark/test_upstream_semantics.py::test_batches_left_'
+                'are_tf_cnn_benchmarks_end_local_step']),
+    dict(name='batch-target-async-steps-not-divided',
+         path='variable_mgr/benchmark/batch_target.py',
+         old='  steps = global_step // updates_a_step\n',
+         new='  steps = global_step\n',
+         tests=['tests/benchmark/test_upstream_semantics.py::test_batches_left_'
+                'are_tf_cnn_benchmarks_end_local_step']),
+    dict(name='flag-paths-unwritable-directory-accepted',
+         path='variable_mgr/benchmark/flag_paths.py',
+         old='    why = _cannot_create(path)\n',
+         new='    why = None\n',
+         tests=['tests/benchmark/test_flag_parsing.py::test_an_output_path_'
+                'root_cannot_write_is_refused_before_the_run[--train_dir-'
+                '/proc/1-extra5-the directory is not writable]']),
+    dict(name='flag-paths-summary-dir-unchecked',
+         path='variable_mgr/benchmark/flag_paths.py',
+         old='  return [\'output\', \'trace_file\', \'train_dir\', '
+             '\'summary_dir\']\n',
+         new='  return [\'output\', \'trace_file\', \'train_dir\']\n',
+         tests=['tests/benchmark/test_flag_parsing.py::test_an_output_path_'
+                'root_cannot_write_is_refused_before_the_run[--summary_dir-'
+                '/proc/foo-extra1-the directory /proc is not writable]']),
+    dict(name='exit-status-refusal-exits-1',
+         path='variable_mgr/benchmark/exit_status.py',
+         old='    return fail(e, USAGE)\n',
+         new='    return fail(e, FAILURE)\n',
+         tests=['tests/benchmark/test_rough_edges.py::test_a_cluster_strategy_'
+                'on_one_machine_is_refused',
+                'tests/benchmark/test_rough_edges.py::test_launch_refuses_what_'
+                'the_manager_would[main0]']),
+    dict(name='exit-status-a-cause-repeated',
+         path='variable_mgr/benchmark/exit_status.py',
+         old='    if line and line not in causes:\n',
+         new='    if line:\n',
+         tests=['tests/benchmark/test_run_errors.py::test_cause_lines_of_both_'
+                'generations']),
 ]
 
 

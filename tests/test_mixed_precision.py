@@ -339,6 +339,9 @@ def test_scale_loss_never_called_is_refused():
      r"use_fp16='yes': must be True or False"),
     (dict(use_fp16=True, loss_scale=0), errors.InvalidOptionError,
      r'loss_scale=0: a loss scale is a finite number of at least 1'),
+    # Positive is not enough: a scale below 1 shrinks the loss instead.
+    (dict(use_fp16=True, loss_scale=0.5), errors.InvalidOptionError,
+     r'loss_scale=0.5: a loss scale is a finite number of at least 1'),
     (dict(use_fp16=True, loss_scale=float('inf')), errors.InvalidOptionError,
      r'loss_scale=inf'),
     (dict(use_fp16=True, loss_scale=True), errors.InvalidOptionError,
