@@ -96,6 +96,36 @@ def major_version():
   return int(_tf.__version__.split('.')[0])
 
 
+def interleave(data, map_func, cycle_length, block_length):
+  """`data.interleave(map_func, cycle_length, block_length)`, the inner
+  datasets read in parallel (AUTOTUNE) where that is sound; the elements
+  come in the same order either way.
+
+  TF 1.15's parallel interleave (ParallelInterleaveDatasetV2) frees a
+  finished inner iterator on its worker thread after its owner stopped
+  waiting for it: when the session closes with the pipeline still running,
+  that iterator unhooks itself from the autotuning model the owner has
+  already freed, and the process dies of a segmentation fault (about one
+  pipeline in 50 to 100; benchmarks/stress_input_teardown.py). On 1.15 the
+  inner datasets are read one after the other.
+  """
+  parallel = PARALLEL_INTERLEAVE
+  if parallel is None:
+    parallel = major_version() >= 2
+  if not parallel:
+    return data.interleave(map_func, cycle_length=cycle_length,
+                           block_length=block_length)
+  return data.interleave(map_func, cycle_length=cycle_length,
+                         block_length=block_length,
+                         num_parallel_calls=tf.data.experimental.AUTOTUNE)
+
+
+# `interleave` reads in parallel when True, one after the other when False,
+# and by release when None (parallel on 2.x only). The stress script sets it
+# to show the crash of 1.15's parallel form.
+PARALLEL_INTERLEAVE = None
+
+
 def collectives_lack_half():
   """Whether this TensorFlow's collective ops refuse float16 at run time.
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as _tf
 
+from variable_mgr import compat
 from variable_mgr.benchmark import datasets
 
 tf = _tf.compat.v1
@@ -504,6 +505,29 @@ def test_imagenet_shards_split_files_or_else_records(imagenet_dir):
   assert shares['train', 1] == labels[3:]
   assert shares['validation', 0] == labels[0::2]
   assert shares['validation', 1] == labels[1::2]
+
+
+def test_imagenet_files_are_read_in_order_and_in_parallel_on_2x_only(
+    imagenet_dir):
+  """The records come file by file in turn (interleaved); TF 1.15's parallel
+  interleave crashes the process now and then when a session closes
+  (benchmarks/stress_input_teardown.py), so on 1.15 the files are read one
+  after the other, in the same order."""
+  directory, _, labels = imagenet_dir
+  pipeline = datasets.InputPipeline(
+      datasets.get_dataset('imagenet', directory), 'train', 6, 1, (16, 16, 3),
+      train=False, drop_remainder=False)
+  # train-00000 holds records 0 to 2, train-00001 records 3 to 5.
+  assert _labels_of(pipeline) == [labels[i] for i in (0, 3, 1, 4, 2, 5)]
+  graph = tf.Graph()
+  with graph.as_default():
+    pipeline.dataset()
+  parallel = [op.type for op in graph.get_operations()
+              if op.type.startswith('ParallelInterleaveDataset')]
+  if compat.major_version() >= 2:
+    assert parallel, 'no parallel interleave on TensorFlow 2'
+  else:
+    assert not parallel, parallel
 
 
 def test_digits_shards_are_every_nth_image():

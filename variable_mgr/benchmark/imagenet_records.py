@@ -32,6 +32,7 @@ import os
 import re
 import struct
 
+from variable_mgr import compat
 from variable_mgr.benchmark import dataset_base
 from variable_mgr.compat import tf
 
@@ -102,9 +103,10 @@ class ImageNet(dataset_base.DataSet):
     data = tf.data.Dataset.from_tensor_slices(files)
     if train:
       data = data.shuffle(len(files), seed=seeds[0])
-    data = data.interleave(numbered_records,
-                           cycle_length=min(len(files), 8), block_length=1,
-                           num_parallel_calls=dataset_base.AUTOTUNE)
+    # In parallel on 2.x only: TF 1.15's parallel form can crash the
+    # process when the session closes (compat.interleave).
+    data = compat.interleave(data, numbered_records,
+                             cycle_length=min(len(files), 8), block_length=1)
     if record_shard is not None:
       data = data.shard(record_shard[1], record_shard[0])
     if train:
