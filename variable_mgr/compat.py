@@ -106,8 +106,8 @@ def interleave(data, map_func, cycle_length, block_length):
   waiting for it: when the session closes with the pipeline still running,
   that iterator unhooks itself from the autotuning model the owner has
   already freed, and the process dies of a segmentation fault (about one
-  pipeline in 50 to 100; benchmarks/stress_input_teardown.py). On 1.15 the
-  inner datasets are read one after the other.
+  pipeline in 75; benchmarks/stress_input_teardown.py). On 1.15 the inner
+  datasets are read one after the other.
   """
   parallel = PARALLEL_INTERLEAVE
   if parallel is None:
