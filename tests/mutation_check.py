@@ -621,8 +621,8 @@ MUTATIONS = [
          path='variable_mgr/benchmark/lr_schedule.py',
          old='    if decay_steps < 1:\n',
          new='    if decay_steps < 0:\n',
-         tests=['tests/benchmark/test_optimizers.py::test_steps_that_collapse_'
-                'are_refused_before_ops']),
+         tests=['tests/benchmark/test_tf_cnn_flags.py::test_schedule_steps_that_'
+                'collapse_at_the_global_batch']),
     dict(name='adam-bias-correction-a-step-behind',
          path='variable_mgr/benchmark/optimizers.py',
          old='    t = tf.cast(self._step, tf.float32) + 1.0\n',
