@@ -29,6 +29,9 @@ Measured on 2 shared cores, 2026-12-01, 30 pipelines a run:
     /tmp/venv37/bin/python benchmarks/stress_input_teardown.py --runs 20
         TF 1.15.5, as the benchmark reads (one file after the other): 0/20
         runs failed (600 pipelines)
+
+tests/benchmark/test_datasets.py, whole file, 15 runs each on TF 1.15.5:
+5/15 died (exit 139) with `compat.PARALLEL_INTERLEAVE = True`, 0/15 as read.
 """
 
 import argparse
