@@ -468,6 +468,8 @@ MUTATIONS = [
          new='      grow = tf.logical_and(good, steps > self.every_n)\n',
          tests=['tests/test_mixed_precision.py::test_the_dynamic_scale_follows_'
                 'tf_cnn_benchmarks_schedule[resource]']),
+    # Caught on TF 2 only: TF 1.15.5's optimiser leaves the ref state's
+    # DeepCopy snapshot alone, so there the race does not exist.
     dict(name='step-state-ref-variables',
          path='variable_mgr/step_state.py',
          old='                       use_resource=True if RESOURCE_STATE else '
