@@ -218,6 +218,12 @@ def serve(spec, args, log=print):
       if sess.run(size):
         log('%s: the controller finished; stopping' % spec.name)
         return 0
+      if any(name == CONTROLLER for name, _ in dead):
+        # The controller ends when a worker is gone, and it waited for
+        # every worker before it started: a worker whose port refuses now
+        # is gone too, also one this worker's probes never caught running.
+        others = spec.others()
+        dead = _gone(others, set(name for name, _ in others)) or dead
       raise failure(spec, dead, 'serving the controller\'s graph')
     if (CONTROLLER not in seen and
         time.time() - started > args.startup_timeout_secs):
