@@ -12,7 +12,6 @@ a distinct amount:
 NCCL has no CPU kernel: its two-stage forms are checked by graph structure.
 """
 
-import socket
 
 import numpy as np
 import pytest
@@ -20,6 +19,7 @@ import tensorflow as tf
 
 from variable_mgr.allreduce import layout
 from variable_mgr.allreduce import spec as spec_lib
+from variable_mgr.benchmark.cluster import in_process
 
 tf1 = tf.compat.v1
 
@@ -46,14 +46,6 @@ COLLECTIVE = ['collective', 'collective/xring', 'pscpu/collective',
               'collective/collective', 'copy:8:collective/rechd']
 
 
-def _free_port():
-  sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-  try:
-    sock.bind(('localhost', 0))
-    return sock.getsockname()[1]
-  finally:
-    sock.close()
-
 
 def _server_config():
   config = tf1.ConfigProto(device_count={'CPU': TOWERS_PER_WORKER + 1},
@@ -67,7 +59,7 @@ def _start_cluster():
   """Starts the workers' servers (they live until the process exits) and
   returns worker 0's target."""
   cluster = tf1.train.ClusterSpec(
-      {'worker': ['localhost:%d' % _free_port() for _ in range(NUM_WORKERS)]})
+      {'worker': ['localhost:%d' % in_process.free_port() for _ in range(NUM_WORKERS)]})
   servers = [tf1.train.Server(cluster, job_name='worker', task_index=t,
                               config=_server_config())
              for t in range(NUM_WORKERS)]

@@ -16,7 +16,7 @@ from variable_mgr import interface
 tf = _tf.compat.v1
 
 
-def _free_port():
+def free_port():
   sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
   try:
     sock.bind(('localhost', 0))
@@ -42,8 +42,8 @@ class LocalClusterHost(interface.ClusterBenchmarkCnn):
   """
 
   def __init__(self, num_towers, device='cpu', local_parameter_device='cpu'):
-    cluster = {'ps': ['localhost:%d' % _free_port()],
-               'worker': ['localhost:%d' % _free_port()]}
+    cluster = {'ps': ['localhost:%d' % free_port()],
+               'worker': ['localhost:%d' % free_port()]}
     super(LocalClusterHost, self).__init__(cluster, 0, num_towers, device,
                                            local_parameter_device)
     self._servers = []
