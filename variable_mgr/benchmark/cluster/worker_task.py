@@ -91,6 +91,11 @@ def run_worker(spec, config, options, log=print):
     # A dangling or unreadable `checkpoint` file is refused here, naming
     # it, before any server starts (not found after the cluster is up).
     checkpoint.latest_checkpoint(config.train_dir)
+  # The global step the run restores, read from the checkpoint before any
+  # task starts: asynchronous workers count --num_batches from it, not from
+  # the global step when they start, which a worker that starts late finds
+  # already moved by the others' steps.
+  restored_step = batch_target.checkpoint_global_step(config.train_dir) or 0
   config = config.resolved()
   host = variable_mgr.ClusterBenchmarkCnn(
       spec.cluster_dict(), spec.task_index, config.num_gpus, config.device,
@@ -192,8 +197,8 @@ def run_worker(spec, config, options, log=print):
       log('Running warm up')
     # As tf_cnn_benchmarks: --num_batches counts from global step 0.
     num_batches = batch_target.batches_left(
-        config.num_batches, first_global_step, 1 if sync else spec.num_workers,
-        config.train_dir)
+        config.num_batches, first_global_step if sync else restored_step,
+        1 if sync else spec.num_workers, config.train_dir)
     for step in range(-config.num_warmup_batches, num_batches):
       run_step = step + config.num_warmup_batches + 1
       if step == 0:
