@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as _tf
 
+import imagenet_files  # pylint: disable=g-import-not-at-top
 from variable_mgr import compat
 from variable_mgr.benchmark import datasets
 
@@ -264,11 +265,6 @@ def _example(jpeg, label, boxes=()):
       features=tf.train.Features(feature=feature)).SerializeToString()
 
 
-def _write_records(path, examples):
-  with tf.python_io.TFRecordWriter(path) as writer:
-    for example in examples:
-      writer.write(example)
-
 
 def _decode(jpegs):
   graph = tf.Graph()
@@ -287,12 +283,10 @@ def imagenet_dir(tmp_path_factory):
   boxes = [[(0.1, 0.2, 0.6, 0.7)], [], [(0.0, 0.0, 0.5, 0.5),
                                         (0.5, 0.5, 1.0, 1.0)], [], [], []]
   examples = [_example(j, l, b) for j, l, b in zip(jpegs, labels, boxes)]
-  _write_records(os.path.join(directory, 'train-00000-of-00002'),
-                 examples[:3])
-  _write_records(os.path.join(directory, 'train-00001-of-00002'),
-                 examples[3:])
-  _write_records(os.path.join(directory, 'validation-00000-of-00001'),
-                 examples)
+  write = imagenet_files.write_records
+  write(os.path.join(directory, 'train-00000-of-00002'), examples[:3])
+  write(os.path.join(directory, 'train-00001-of-00002'), examples[3:])
+  write(os.path.join(directory, 'validation-00000-of-00001'), examples)
   return directory, jpegs, labels
 
 
@@ -355,8 +349,8 @@ def test_imagenet_training_crop_is_a_region_of_the_image(imagenet_dir):
     grey = np.full((30, 40, 3), 100, np.uint8)
     with tf.Session() as sess:
       jpeg = sess.run(tf.image.encode_jpeg(grey, quality=100))
-  _write_records(os.path.join(grey_dir, 'train-00000-of-00001'),
-                 [_example(jpeg, 5, [(0.2, 0.2, 0.4, 0.4)])] * 4)
+  imagenet_files.write_records(os.path.join(grey_dir, 'train-00000-of-00001'),
+      [_example(jpeg, 5, [(0.2, 0.2, 0.4, 0.4)])] * 4)
   pipeline = datasets.InputPipeline(datasets.get_dataset('imagenet', grey_dir),
                                     'train', 4, 1, (16, 16, 3), seed=1)
   ((images, labels),) = run_batches(pipeline)[0]
@@ -471,8 +465,8 @@ def test_imagenet_training_crops_cover_the_boxes(tmp_path):
   for boxes in ([(0.0, 0.0, 0.2, 0.05)], []):
     directory = tmp_path / ('boxed' if boxes else 'unboxed')
     directory.mkdir()
-    _write_records(str(directory / 'train-00000-of-00001'),
-                   [_example(jpeg, 1, boxes)] * 32)
+    imagenet_files.write_records(str(directory / 'train-00000-of-00001'),
+        [_example(jpeg, 1, boxes)] * 32)
     pipeline = datasets.InputPipeline(
         datasets.get_dataset('imagenet', str(directory)), 'train', 32, 1,
         (16, 16, 3), seed=4)
