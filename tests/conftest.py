@@ -21,6 +21,9 @@ def pytest_addoption(parser):
       '--network-cluster', action='store_true',
       help='also run the long namespace cluster tests (network_cluster '
            'marker; Linux and root, else they skip)')
+  parser.addoption(
+      '--long', action='store_true',
+      help='also run the long cluster fault tests (long marker)')
 
 
 def pytest_configure(config):
@@ -29,6 +32,20 @@ def pytest_configure(config):
   config.addinivalue_line(
       'markers', 'network_cluster: a long run of clusters in network '
       'namespaces; deselected unless pytest gets --network-cluster.')
+  config.addinivalue_line(
+      'markers', 'long: a cluster fault test of 15 s or more (a task '
+      'stopped, killed or never started, waited out to its deadline) whose '
+      'code path a shorter test also takes; deselected unless pytest gets '
+      '--long.')
+
+
+def pytest_collection_modifyitems(config, items):
+  if config.getoption('--long'):
+    return
+  long_runs = [i for i in items if i.get_closest_marker('long')]
+  if long_runs:
+    config.hook.pytest_deselected(items=long_runs)
+    items[:] = [i for i in items if not i.get_closest_marker('long')]
 
 
 @pytest.fixture(params=['resource', 'ref'])

@@ -6,6 +6,8 @@ import os
 import signal
 import time
 
+import pytest
+
 import clusterlib
 from variable_mgr.benchmark.cluster import liveness
 
@@ -50,12 +52,14 @@ def _kill_mid_run(launch, victim, num_ps=1, sig=signal.SIGKILL):
       assert 'dead task: %s at 127.0.0.1:' % victim in errors[0], errors[0]
 
 
+@pytest.mark.long
 def test_stopped_worker_is_named_by_every_survivor(launch):
   """SIGSTOP, not a kill: the stopped worker's port still accepts TCP
   connections, but it answers no probe, so every survivor names it."""
   _kill_mid_run(launch, 'worker:1', sig=signal.SIGSTOP)
 
 
+@pytest.mark.long
 def test_killed_worker_is_named_by_every_survivor(launch):
   _kill_mid_run(launch, 'worker:1')
 
@@ -135,6 +139,7 @@ def _signal_the_launcher(launch, strategy, num_workers, sig):
   return cluster, status
 
 
+@pytest.mark.long
 def test_ctrl_c_stops_every_task(launch):
   cluster, status = _signal_the_launcher(launch, 'distributed_replicated', 2,
                                          signal.SIGINT)

@@ -106,6 +106,7 @@ def _kill_mid_run(cluster, victim):
   return cluster.finish(cluster.deadlines.stop)
 
 
+@pytest.mark.long
 def test_dead_chief_under_collective_all_reduce(launch):
   """The chief dies mid-run: the other worker (blocked in a collective
   with it) and the PS exit with status 1, each naming worker:0."""
@@ -128,6 +129,7 @@ def test_dead_chief_under_collective_all_reduce(launch):
                      re.escape(liveness.GONE), errors[0]), errors[0]
 
 
+@pytest.mark.long
 def test_tasks_exit_when_the_launcher_dies(launch):
   """The launcher is killed (SIGKILL: no cleanup of its own) while a
   distributed_replicated cluster trains: every task sees its pipe close
@@ -236,6 +238,7 @@ def _run_until_exit(tasks, make_flags):
   raise AssertionError('every port was taken:\n' + output)
 
 
+@pytest.mark.long
 def test_worker_gives_up_on_a_ps_that_never_comes_up(tasks):
   """Nothing listens at the PS address: the worker exits with status 1
   after --startup_timeout_secs, naming the PS."""
@@ -257,6 +260,7 @@ def test_worker_gives_up_on_a_ps_that_never_comes_up(tasks):
   assert seconds >= STARTUP_TIMEOUT, output
 
 
+@pytest.mark.long
 def test_worker_gives_up_on_a_chief_that_never_initialises(tasks):
   """The chief's address answers but no chief runs there: worker 1,
   waiting for the variables, exits with status 1 once

@@ -90,6 +90,7 @@ def _check_named(cluster, pids, victim):
     assert 'dead task: %s at 127.0.0.1:' % victim in errors[0], errors[0]
 
 
+@pytest.mark.long
 def test_a_dead_worker_is_named_by_every_survivor(launch):
   _check_named(*_kill(launch, 'worker:1'), victim='worker:1')
 

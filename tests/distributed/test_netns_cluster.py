@@ -201,6 +201,7 @@ def test_parameter_server_on_namespaces_matches_numpy(network_host, launch,
               if n.startswith('vmgr%d-' % cluster.process.pid)]
 
 
+@pytest.mark.long
 def test_who_reaches_a_task(network_host, launch):
   """While a cluster trains: a host on the cluster's bridge that runs no
   task opens a TCP connection to every task's port (gRPC has no
