@@ -216,6 +216,7 @@ def run_cluster(passes, steps, warmup, log):
   op_timeout = 120.0
   flags = [
       '--variable_update', 'parameter_server', '--model', MODEL,
+      '--data_name', 'small',
       '--num_gpus', '1', '--device', 'cpu', '--batch_size', str(batch),
       '--num_batches', str(steps), '--num_warmup_batches', str(warmup),
       '--display_every', str(steps), '--backward_passes_per_step',

@@ -78,7 +78,8 @@ def cell_flags(cell, steps, warmup, op_timeout):
   if cell.strategy.endswith(PARTITIONED):
     flags += ['--variable_partition_min_bytes', str(PARTITION_MIN_BYTES)]
   flags += [
-      '--model', cell.workload, '--num_gpus', '1', '--device', 'cpu',
+      '--model', cell.workload, '--data_name', 'small', '--num_gpus', '1',
+      '--device', 'cpu',
       '--batch_size', str(BATCH), '--num_batches', str(steps),
       '--num_warmup_batches', str(warmup), '--display_every',
       # Asynchronous workers print every step: their phase is measured.

@@ -24,8 +24,8 @@ tf = _tf.compat.v1
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 # A tiny run: trivial model, 2 towers of 4 images, 1 + 3 batches.
-TINY = ['--model', 'trivial', '--num_gpus', '2', '--batch_size', '4',
-        '--num_batches', '3', '--num_warmup_batches', '1']
+TINY = ['--model', 'trivial', '--data_name', 'small', '--num_gpus', '2',
+        '--batch_size', '4', '--num_batches', '3', '--num_warmup_batches', '1']
 
 
 def run_main(argv, tmp_path, name='out.json'):
@@ -68,15 +68,16 @@ def test_every_strategy_runs(flags, tmp_path, capsys):
     ['--variable_update', 'replicated', '--use_resource_vars=false'],
 ])
 def test_resnet20_batch_norm_runs(flags, tmp_path):
-  results = run_main(['--model', 'resnet20', '--num_gpus', '2',
+  results = run_main(['--model', 'resnet20', '--data_name', 'small',
+                      '--num_gpus', '2',
                       '--batch_size', '2', '--num_batches', '1',
                       '--num_warmup_batches', '0'] + flags, tmp_path)
   assert math.isfinite(results['final_loss'])
 
 
 def _losses(tmp_path, name, flags):
-  return run_main(['--model', 'trivial', '--num_gpus', '2', '--batch_size',
-                   '8', '--num_batches', '12', '--num_warmup_batches', '0',
+  return run_main(['--model', 'trivial', '--data_name', 'small',
+                   '--num_gpus', '2', '--batch_size', '8', '--num_batches', '12', '--num_warmup_batches', '0',
                    '--learning_rate', '0.1'] + flags, tmp_path, name)['losses']
 
 

@@ -224,9 +224,11 @@ def test_eval_flag_checks(known_checkpoint):
   assert _refusal(['--eval', '--compare'] + digits).startswith(
       '--eval with --compare:')
   assert _refusal(['--eval', '--train_dir', train_dir]).startswith(
-      '--eval without --data_name: evaluation needs real data')
+      '--eval on synthetic data (--data_name=imagenet without --data_dir): '
+      'evaluation needs real data')
   assert _refusal(['--eval_during_training_every_n_steps', '5']).startswith(
-      '--eval_during_training_every_n_steps=5 without --data_name:')
+      '--eval_during_training_every_n_steps=5 on synthetic data '
+      '(--data_name=imagenet without --data_dir):')
   assert _refusal(['--eval', '--train_dir', train_dir,
                    '--eval_during_training_every_n_steps', '5'] +
                   digits).startswith(

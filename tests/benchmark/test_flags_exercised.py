@@ -28,7 +28,8 @@ LEARNING_RATE = 0.02
 STEPS = 4
 # Both runs of a seed are the same process: their losses are equal, bit for
 # bit; another seed gives other initial values and other data.
-COMMON = ['--model', 'trivial', '--num_gpus', str(TOWERS), '--batch_size',
+COMMON = ['--model', 'trivial', '--data_name', 'small', '--num_gpus',
+          str(TOWERS), '--batch_size',
           str(clusterlib.BATCH), '--num_warmup_batches', '0',
           '--weight_decay', '0', '--display_every', '1']
 SLOTS = ('logits/weights/Momentum', 'logits/biases/Momentum')

@@ -423,8 +423,8 @@ def test_a_tf_cnn_command_line_trains_as_numpy_says(tmp_path, capsys):
   clusterlib.write_checkpoint(train_dir, values, 0)
   out = str(tmp_path / 'out.json')
   assert cli.main([
-      '--model=trivial', '--batch_size=4', '--num_gpus=2',
-      '--variable_update=replicated', '--optimizer=momentum',
+      '--model=trivial', '--data_name=small', '--batch_size=4',
+      '--num_gpus=2', '--variable_update=replicated', '--optimizer=momentum',
       '--nodistortions', '--tf_random_seed=1', '--init_learning_rate=0.1',
       '--num_batches=2', '--num_warmup_batches=0', '--weight_decay=0',
       '--train_dir', train_dir, '--output', out]) == 0

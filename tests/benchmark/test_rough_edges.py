@@ -36,7 +36,8 @@ PREFIX = 'variable_mgr_benchmark: error: '
 TINY = ['--model', 'trivial', '--num_gpus', '2', '--batch_size', '4',
         '--num_batches', '3', '--num_warmup_batches', '1']
 # A cluster's tiny tasks, the batch counts left to their defaults.
-CLUSTER_TINY = ['--model', 'trivial', '--num_gpus', str(clusterlib.TOWERS),
+CLUSTER_TINY = ['--model', 'trivial', '--data_name', 'small',
+                '--num_gpus', str(clusterlib.TOWERS),
                 '--batch_size', str(clusterlib.BATCH), '--display_every',
                 '10']
 CLUSTER_CHOICES = ('pass --variable_update=parameter_server, '
@@ -457,15 +458,16 @@ def test_a_cluster_header_gives_the_cluster_batch():
 
 def test_cluster_batches_default_as_help_says():
   helped = cli_flags.build_parser().format_help()
-  assert 'timed batches (default: 30;' in re.sub(r'\s+', ' ', helped)
+  assert 'timed batches (default: 100, as tf_cnn_benchmarks;' in re.sub(
+      r'\s+', ' ', helped)
   for parse in (cli_flags.parse_args, cli_flags.parse_task_args):
     args = parse(['--variable_update', 'parameter_server',
                   '--launch_local_cluster'], environ={})
-    assert (args.num_batches, args.num_warmup_batches) == (30, 5)
+    assert (args.num_batches, args.num_warmup_batches) == (100, 10)
 
 
 def test_launched_cluster_runs_the_default_batches(launch, tmp_path):
-  """Every worker of a launched cluster runs the 30 batches --help gives,
+  """Every worker of a launched cluster runs the 100 batches --help gives,
   and prints the cluster's global batch."""
   path = str(tmp_path / 'cluster.json')
   cluster = launch(CLUSTER_TINY + [
@@ -475,11 +477,11 @@ def test_launched_cluster_runs_the_default_batches(launch, tmp_path):
   assert cluster.finish() == 0, cluster.output
   with open(path) as f:
     summary = json.load(f)
-  assert [len(w['losses']) for w in summary['workers']] == [30, 30]
+  assert [len(w['losses']) for w in summary['workers']] == [100, 100]
   for k in range(2):
     assert '[worker:%d] Batch size:  %d global' % (
         k, 2 * clusterlib.TOWERS * clusterlib.BATCH) in cluster.lines
-    assert '[worker:%d] Num batches: 30' % k in cluster.lines
+    assert '[worker:%d] Num batches: 100' % k in cluster.lines
 
 
 def test_compare_states_the_machine_and_the_spread(tmp_path, capsys):

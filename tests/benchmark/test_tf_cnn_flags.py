@@ -8,6 +8,7 @@ Parsing imports no TensorFlow; only the last test runs the command.
 import pytest
 
 from variable_mgr.benchmark import cli
+from variable_mgr.benchmark import flag_rate_checks
 from variable_mgr.benchmark import flag_table
 from variable_mgr.benchmark import flag_text
 from variable_mgr.benchmark import flags
@@ -540,6 +541,12 @@ def test_the_tables_agree_with_models_and_datasets():
   assert flags.MODEL_BATCH_SIZES == dict(
       (m.name, m.default_batch_size) for m in models.MODELS.values()
       if m.name in flags.MODEL_NAMES)
+  for (data_name, name), batch in flag_rate_checks.DATA_SET_BATCH_SIZES.items():
+    assert models.get_model(name, data_name).default_batch_size == batch
+  for data_name, table in models.DATA_SET_MODELS.items():
+    for name, model in table.items():
+      assert model.default_batch_size == flag_rate_checks.DATA_SET_BATCH_SIZES.get(
+          (data_name, name), flags.MODEL_BATCH_SIZES[name]), (data_name, name)
   assert flags.EXAMPLES_PER_EPOCH['digits'] == datasets.get_dataset(
       'digits').num_examples('train')
   assert set(flags.EXAMPLES_PER_EPOCH) == set(flags.DATA_NAMES) | {None}

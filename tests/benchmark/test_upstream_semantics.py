@@ -210,7 +210,7 @@ def digits_checkpoint(tmp_path_factory):
 
 def test_num_eval_batches_defaults_to_num_batches():
   assert _parse(['--data_name=digits', '--eval_during_training_every_n_steps'
-                 '=2']).num_eval_batches == 30
+                 '=2']).num_eval_batches == 100
   assert _parse(['--data_name=digits', '--num_batches=7',
                  '--eval_during_training_every_n_steps=2']
                ).num_eval_batches == 7

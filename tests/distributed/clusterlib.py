@@ -68,7 +68,7 @@ BASE_FLAGS = ['--model', MODEL, '--num_gpus', str(TOWERS), '--batch_size',
               str(BATCH), '--learning_rate', str(LEARNING_RATE),
               '--weight_decay', '0', '--seed', str(SEED),
               '--num_warmup_batches', '0', '--display_every', '1',
-              '--startup_timeout_secs', '60']
+              '--startup_timeout_secs', '60', '--data_name', 'small']
 
 # Every distributed strategy of the namespace cluster tests: (id, flags).
 NETWORK_STRATEGIES = [

@@ -2,7 +2,8 @@
 launcher of a local cluster.
 
 The benchmark command with the cluster flags (see `flags.parse_task_args`:
-30 timed and 5 warm-up batches by default, as for one machine). `--launch_local_cluster` starts every task
+100 timed and 10 warm-up batches by default, as for one machine).
+`--launch_local_cluster` starts every task
 of its cluster as this command; see `variable_mgr.benchmark.cluster`.
 """
 

@@ -5,12 +5,16 @@ no TensorFlow.
 
 Decisions where tf_cnn_benchmarks differs or is silent:
 
+* No `--data_name` and no `--data_dir`: synthetic data of imagenet's
+  shapes (`args.data_name` is set to imagenet), as tf_cnn_benchmarks;
+  `--data_name=imagenet|cifar10` without `--data_dir` is synthetic data of
+  that set's shapes, as there. `small` (synthetic data of the benchmark's
+  own small shapes) is this benchmark's.
 * `--data_dir` without `--data_name`: the name is guessed from the path as
   tf_cnn_benchmarks guesses it (the first of imagenet, cifar10 that the
   path contains; `args.data_name` is set to it); a path that names neither
-  is refused. `--data_name=imagenet|cifar10` needs `--data_dir` (where
-  tf_cnn_benchmarks would fall back to synthetic data); `digits` reads no
-  directory, so `--data_dir` beside it is refused rather than ignored.
+  is refused. `digits` and `small` read no directory, so `--data_dir`
+  beside them is refused rather than ignored.
 * `--data_format=NCHW`: refused by its type (`flag_table`). The models
   are written NHWC, and tf_cnn_benchmarks itself refuses NCHW with
   `--device=cpu`.
@@ -37,6 +41,9 @@ Decisions where tf_cnn_benchmarks differs or is silent:
 
 import os
 
+from variable_mgr.benchmark.flag_table import DEFAULT_DATA_NAME
+from variable_mgr.benchmark.flag_table import FILE_DATA_NAMES
+from variable_mgr.benchmark.flag_table import is_synthetic
 from variable_mgr.benchmark.flag_text import flag_list
 from variable_mgr.benchmark.flag_text import value
 from variable_mgr.benchmark.flag_types import UsageError
@@ -44,7 +51,6 @@ from variable_mgr.benchmark.flag_types import UsageError
 # (data set, what a --data_dir path must contain for the guess), in
 # tf_cnn_benchmarks' order.
 GUESSED_NAMES = ('imagenet', 'cifar10')
-NEEDS_DATA_DIR = ('imagenet', 'cifar10')
 # Data sets without training distortions.
 UNDISTORTED = ('digits',)
 # Flags a cluster run refuses (they run on one machine only).
@@ -59,12 +65,34 @@ COMPARE_UNSUPPORTED = ('eval_during_training_every_n_steps', 'forward_only',
                        'print_training_accuracy')
 
 
+def fill_data_name(args):
+  """Sets `args.data_name` when the command line names none: the data set
+  `--data_dir` implies, or imagenet (synthetic) without `--data_dir`, as
+  tf_cnn_benchmarks. Called before the other checks, which read it (a
+  model's batch size depends on the data set).
+
+  Raises:
+    UsageError: a `--data_dir` that names no data set.
+  """
+  if args.data_dir is not None and not args.data_name:
+    guessed = [n for n in GUESSED_NAMES if n in args.data_dir]
+    if not guessed:
+      raise UsageError(
+          '--data_dir=%s without --data_name: the data set cannot be told '
+          'from the path (it names neither %s); add --data_name=imagenet or '
+          '--data_name=cifar10' % (args.data_dir, ' nor '.join(
+              GUESSED_NAMES)))
+    args.data_name = guessed[0]
+  if args.data_name is None and args.data_dir is None:
+    args.data_name = DEFAULT_DATA_NAME
+
+
 def check(args, typed, cluster):
   """Refuses a combination of the data, eval and checkpoint flags that
-  cannot run; fills in the data set name that `--data_dir` implies.
+  cannot run (after `fill_data_name`).
 
   Args:
-    args: the parsed flags (`data_name` may be set here).
+    args: the parsed flags.
     typed: the destinations of the flags the command line gives.
     cluster: the run is a cluster (a task or --launch_local_cluster).
 
@@ -98,38 +126,24 @@ def check(args, typed, cluster):
 
 
 def _check_data(args, typed, error):
-  if args.data_dir is not None and not args.data_name:
-    guessed = [n for n in GUESSED_NAMES if n in args.data_dir]
-    if not guessed:
-      raise error(
-          '--data_dir=%s without --data_name: the data set cannot be told '
-          'from the path (it names neither %s); add --data_name=imagenet or '
-          '--data_name=cifar10' % (args.data_dir, ' nor '.join(
-              GUESSED_NAMES)))
-    args.data_name = guessed[0]
-  if args.data_name in NEEDS_DATA_DIR:
-    if not args.data_dir:
-      raise error(
-          '--data_name=%s without --data_dir: %s is read from files; add '
-          '--data_dir=DIR, the directory that holds %s' % (
-              args.data_name, args.data_name,
-              'the train-* and validation-* TFRecords' if args.data_name ==
-              'imagenet' else 'data_batch_1..5 and test_batch'))
-    if not os.path.isdir(args.data_dir):
+  if args.data_name in FILE_DATA_NAMES:
+    if args.data_dir is not None and not os.path.isdir(args.data_dir):
       raise error(
           '--data_dir=%s: %s; pass the directory that holds --data_name=%s\'s '
           'files' % (args.data_dir, 'not a directory' if os.path.exists(
               args.data_dir) else 'no such directory', args.data_name))
-  elif args.data_name and args.data_dir is not None:
+  elif args.data_dir is not None:
     raise error(
-        '--data_dir=%s with --data_name=%s: %s is bundled with scikit-learn '
-        'and reads no directory; drop --data_dir' % (
-            args.data_dir, args.data_name, args.data_name))
+        '--data_dir=%s with --data_name=%s: %s reads no directory; drop '
+        '--data_dir' % (args.data_dir, args.data_name, (
+            'digits is bundled with scikit-learn and'
+            if args.data_name == 'digits' else 'small is synthetic data and')))
   if 'distortions' in typed and args.distortions:
-    if not args.data_name:
+    if is_synthetic(args.data_name, args.data_dir):
       raise error(
-          '--distortions without --data_name: synthetic images are not '
-          'distorted; add --data_name (and --data_dir) or drop --distortions')
+          '--distortions without --data_dir: synthetic images are not '
+          'distorted; add --data_dir (the files of --data_name=imagenet or '
+          'cifar10) or drop --distortions')
     if args.data_name in UNDISTORTED:
       raise error(
           '--distortions with --data_name=%s: %s has no training '
@@ -167,12 +181,14 @@ def _check_eval(args, typed, error):
           'would not use it; drop %s' % (
               value(args, ignored[0]), flag_list(ignored, args)))
   for dest in ('eval', 'eval_during_training_every_n_steps'):
-    if getattr(args, dest) and not args.data_name:
+    if getattr(args, dest) and is_synthetic(args.data_name, args.data_dir):
       raise error(
-          '%s without --data_name: evaluation needs real data (synthetic '
-          'labels are random, so accuracy says nothing); add '
-          '--data_name=digits (no download), or cifar10 or imagenet with '
-          '--data_dir' % ('--eval' if dest == 'eval' else value(args, dest)))
+          '%s on synthetic data (--data_name=%s without --data_dir): '
+          'evaluation needs real data (synthetic labels are random, so '
+          'accuracy says nothing); add --data_name=digits (no download), or '
+          'cifar10 or imagenet with --data_dir' % (
+              '--eval' if dest == 'eval' else value(args, dest),
+              args.data_name))
   if args.num_eval_batches is not None and not (
       args.eval or args.eval_during_training_every_n_steps):
     raise error(

@@ -21,6 +21,13 @@ MODEL_BATCH_SIZES = {
     'trivial': 32, 'lenet': 32, 'resnet20': 32, 'resnet50': 32,
     'alexnet': 512, 'vgg16': 64, 'inception3': 32, 'resnet101': 64,
     'resnet152': 64}
+# tf_cnn_benchmarks' batch sizes of a data set's version of a model, where
+# they differ from MODEL_BATCH_SIZES (models.CIFAR10_MODELS).
+DATA_SET_BATCH_SIZES = {('imagenet', 'resnet50'): 64,
+                        ('imagenet', 'resnet101'): 32,
+                        ('imagenet', 'resnet152'): 32,
+                        ('cifar10', 'resnet20'): 128,
+                        ('cifar10', 'alexnet'): 128}
 # Flags read by one optimizer only.
 OPTIMIZER_FLAGS = (('momentum', ('momentum',)),
                    ('rmsprop', ('rmsprop_decay', 'rmsprop_momentum',
@@ -37,7 +44,8 @@ def global_batches(args, environ):
   """The global batches of the runs `args` ask for, when the flags say
   them (the cluster's workers from --num_workers, --worker_hosts or
   TF_CONFIG), smallest first."""
-  per_tower = args.batch_size or MODEL_BATCH_SIZES.get(args.model, 32)
+  per_tower = args.batch_size or DATA_SET_BATCH_SIZES.get(
+      (args.data_name, args.model)) or MODEL_BATCH_SIZES.get(args.model, 32)
   towers = list(args.compare_towers) if args.compare else [args.num_gpus]
   workers = 1
   if args.launch_local_cluster:

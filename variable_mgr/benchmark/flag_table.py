@@ -23,7 +23,22 @@ STRATEGY_NAMES = ('independent', 'parameter_server', 'replicated',
                   'distributed_all_reduce')
 MODEL_NAMES = ('trivial', 'lenet', 'resnet20', 'resnet50', 'alexnet', 'vgg16',
                'inception3', 'resnet101', 'resnet152')
-DATA_NAMES = ('imagenet', 'cifar10', 'digits')
+DATA_NAMES = ('imagenet', 'cifar10', 'digits', 'small')
+# tf_cnn_benchmarks' data set when a command line names none: synthetic
+# images of its shapes unless --data_dir gives files.
+DEFAULT_DATA_NAME = 'imagenet'
+# The data sets read from files: without --data_dir, synthetic data of
+# their shapes, as tf_cnn_benchmarks.
+FILE_DATA_NAMES = ('imagenet', 'cifar10')
+# Data sets that come with a package and read no directory.
+BUNDLED_DATA_NAMES = ('digits',)
+
+
+def is_synthetic(data_name, data_dir):
+  """True when a run of `data_name` and `data_dir` times synthetic data:
+  no data set (the library's API), `small`, or a data set read from files
+  without `--data_dir`."""
+  return data_dir is None and data_name not in BUNDLED_DATA_NAMES
 OPTIMIZERS = ('sgd', 'momentum', 'rmsprop', 'adam')
 # The help's sections (absl lists each as a module of flags).
 MODULE = 'variable_mgr_benchmark'
@@ -125,13 +140,15 @@ def training_flags(model_names):
       flag('batch_size', t.int_at_least(1), None,
            'batch size per tower (default: the model\'s, 32)'),
       flag('num_batches', t.int_at_least(1), None,
-           'timed batches (default: 30; 10 a run with --compare)'),
+           'timed batches (default: 100, as tf_cnn_benchmarks; 10 a run with '
+           '--compare)'),
       flag('num_epochs', t.positive_float, None,
            'train this many epochs of the training split instead of '
            '--num_batches: ceil(epochs x examples / global batch) timed '
            'batches, as tf_cnn_benchmarks counts them'),
       flag('num_warmup_batches', t.int_at_least(0), None,
-           'untimed batches before timing (default: 5; 2 with --compare)'),
+           'untimed batches before timing (default: 10, as tf_cnn_benchmarks; '
+           '2 with --compare)'),
       flag('display_every', t.int_at_least(1), 10,
            'print a progress line every this many steps'),
       flag('weight_decay', t.non_negative_float, None,
@@ -222,9 +239,12 @@ OPTIMIZER_FLAGS = (
 
 DATA_FLAGS = (
     choice('data_name', DATA_NAMES, None,
-           'real data to train on: imagenet or cifar10 (files in --data_dir) '
-           'or digits (scikit-learn\'s bundled 8x8 digits, no download) '
-           '(default: synthetic data)'),
+           'the data set: imagenet or cifar10 (its files in --data_dir; '
+           'without --data_dir, synthetic images of its shapes, as '
+           'tf_cnn_benchmarks), digits (scikit-learn\'s bundled 8x8 digits, '
+           'no download) or small (synthetic images of the benchmark\'s own '
+           'small shapes: trivial and lenet 28x28x1 into 10 classes) '
+           '(default: imagenet, synthetic without --data_dir)'),
     flag('data_dir', t.text, None, 'the directory of --data_name\'s files'),
     choice('data_format', ('NHWC', 'NCHW'), 'NHWC', 'the images\' layout '
            '(NHWC only: the models are written NHWC)',

@@ -24,9 +24,11 @@ flags at the run's global batch (`flag_rate_checks`), the all-reduce
 flags (`flag_allreduce_checks`), the data, eval and checkpoint flags
 (`flag_checks`), the output paths (`flag_paths`).
 
-Two commands read these flags, both with 30 timed and 5 warm-up batches by
-default (10 and 2 a run with `--compare`), and tf_cnn_benchmarks' other
-defaults: `--model=trivial`, `--variable_update=parameter_server`,
+Two commands read these flags, both with tf_cnn_benchmarks' 100 timed and
+10 warm-up batches by default (10 and 2 a run with `--compare`), and its
+other defaults: synthetic data of imagenet's shapes (`--data_name` is set
+to imagenet when neither it nor `--data_dir` is given), `--model=trivial`,
+`--variable_update=parameter_server`,
 `--num_gpus=1`, `--device=gpu` (left None here: the runners take the CPU
 where TensorFlow finds no GPU, see `run_config.default_device`), and
 `--num_eval_batches` as `--num_batches`:
@@ -62,6 +64,7 @@ UsageError = flag_types.UsageError
 MODEL_NAMES = flag_table.MODEL_NAMES
 STRATEGY_NAMES = flag_table.STRATEGY_NAMES
 DATA_NAMES = flag_table.DATA_NAMES
+is_synthetic = flag_table.is_synthetic
 OPTIMIZERS = flag_table.OPTIMIZERS
 OPTION_TOKENS = flag_types.OPTION_TOKENS
 OPTION_FLAGS = flag_types.OPTION_FLAGS
@@ -261,13 +264,15 @@ def _parse(argv, environ, command):
   argv = list(sys.argv[1:] if argv is None else argv)
   environ = os.environ if environ is None else environ
   args = parse_flags(argv)
-  # --compare runs many configurations: shorter runs by default.
-  timed, warmup = (10, 2) if args.compare else (30, 5)
+  # tf_cnn_benchmarks' counts; --compare runs many configurations: shorter
+  # runs by default.
+  timed, warmup = (10, 2) if args.compare else (100, 10)
   if args.num_batches is None:
     args.num_batches = timed
   if args.num_warmup_batches is None:
     args.num_warmup_batches = warmup
   typed = TypedFlags(args.typed_names, args.typed_names, args.typed_values)
+  flag_checks.fill_data_name(args)
   cluster = flag_mode_checks.check(args, typed, environ, command)
   flag_rate_checks.check_learning_rate(args, typed, environ)
   flag_allreduce_checks.check(args, typed)

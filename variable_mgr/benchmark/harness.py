@@ -154,7 +154,7 @@ def check_data_config(config):
         '--data_format=%s: the benchmark\'s models are written NHWC (and '
         'tf_cnn_benchmarks refuses NCHW with --device=cpu); pass '
         '--data_format=NHWC' % config.data_format)
-  if not config.data_name:
+  if config.synthetic:
     return None
   data = datasets.get_dataset(config.data_name, config.data_dir)
   if not config.eval:
@@ -166,8 +166,9 @@ def check_data_config(config):
 
 def model_of(config):
   """The model of `config` for `--data_name`'s data set: tf_cnn_benchmarks'
-  image and classes on imagenet (1001 classes) and cifar10 (10), the
-  benchmark's own on digits (with its 10 classes) and synthetic data.
+  image and classes on imagenet (1001 classes) and cifar10 (10), files or
+  synthetic, the benchmark's own on digits (with its 10 classes) and
+  `small` synthetic data.
 
   Raises:
     UnknownModelError: tf_cnn_benchmarks has no such model for the data
@@ -182,12 +183,11 @@ def model_of(config):
 def model_for_data(model, data_name, data):
   """`model` (of the benchmark's own table) as data set `data_name` (the
   DataSet `data`, or None for synthetic data) takes it: the model of its
-  table, with the data set's classes."""
-  if data is None:
-    return model
+  table (synthetic imagenet and cifar10 data take their tables too), with
+  the data set's classes."""
   if model.name in models.MODELS:
     model = models.get_model(model.name, data_name)
-  if data.num_classes != model.num_classes:
+  if data is not None and data.num_classes != model.num_classes:
     model = model._replace(num_classes=data.num_classes)
   return model
 
@@ -228,9 +228,9 @@ def build_model(config, model, images, labels, is_training,
 def build_towers(config, host, mgr, model, first_input=0, shard=None):
   """Builds every tower of `host` in the harness protocol's order.
 
-  Sets `host.devices` from the manager. Without `--data_name`, tower d
+  Sets `host.devices` from the manager. On synthetic data, tower d
   reads the synthetic batch number `first_input + d`, made on the CPU;
-  with it, its share of one training pipeline on the CPU (`shard`:
+  on real data, its share of one training pipeline on the CPU (`shard`:
   `(worker index, workers)` for a cluster worker's own share of the
   data set). The model is the data set's version (`model_for_data`). With
   `--forward_only` no gradient is built.
@@ -246,9 +246,9 @@ def build_towers(config, host, mgr, model, first_input=0, shard=None):
   """
   host.devices = mgr.get_devices()
   pipeline = None
-  if config.data_name:
-    data = check_data_config(config)
-    model = model_for_data(model, config.data_name, data)
+  data = check_data_config(config)
+  model = model_for_data(model, config.data_name, data)
+  if data is not None:
     pipeline = datasets.InputPipeline(
         data, 'train', config.batch_size, host.num_gpus, model.image_shape,
         distortions=config.distortions, seed=config.seed,

@@ -12,9 +12,12 @@ import math
 from variable_mgr.benchmark import flag_text
 
 IMAGENET_NUM_TRAIN_IMAGES = 1281167
-# The training examples of an epoch, a data set (--data_name; None:
-# synthetic data, which counts ImageNet's epoch as tf_cnn_benchmarks does).
+# The training examples of an epoch, a data set (--data_name, its files or
+# synthetic data of its shapes, as tf_cnn_benchmarks counts them; None and
+# `small`: the benchmark's own synthetic data, which counts ImageNet's
+# epoch).
 EXAMPLES_PER_EPOCH = {None: IMAGENET_NUM_TRAIN_IMAGES,
+                      'small': IMAGENET_NUM_TRAIN_IMAGES,
                       'imagenet': IMAGENET_NUM_TRAIN_IMAGES,
                       'cifar10': 50000, 'digits': 1497}
 # The models whose default learning rate is tf_cnn_benchmarks' ImageNet

@@ -7,10 +7,13 @@ indices.
 
 A model's image and classes depend on the data set, as in tf_cnn_benchmarks'
 `models/model_config.py`: `get_model(name, data_name)`. On `imagenet`
-every model takes upstream's image into 1001 classes (class 0 the
-background); on `cifar10` only upstream's CIFAR-10 models exist (trivial,
-resnet20, alexnet: 32x32x3 into 10); `digits` and synthetic data (no
---data_name) take the benchmark's own table (MODELS).
+(the command's default, files or synthetic) every model takes upstream's
+image into 1001 classes (class 0 the background); on `cifar10` only
+upstream's CIFAR-10 models exist (trivial, resnet20, alexnet: 32x32x3 into
+10); both tables carry upstream's base learning rates and batch sizes.
+`digits`, `small` (the benchmark's own synthetic data) and None (the
+library's API without a data set) take the benchmark's own table
+(MODELS).
 
 The benchmark's own table; the first four (MODEL_NAMES) are built from
 `get_variable` and `tf.nn`:
@@ -355,30 +358,44 @@ class UnknownModelError(errors.VariableMgrError):
   model_config has none)."""
 
 
-def _upstream(name, image_shape, num_classes, build_fn=None):
+def _upstream(name, image_shape, num_classes, build_fn=None,
+              learning_rate=None, batch_size=None):
+  """Model `name` of MODELS as tf_cnn_benchmarks configures it for a data
+  set: its image, classes, and, where they differ, its base learning rate
+  and default batch size."""
   model = MODELS[name]
-  return model._replace(image_shape=image_shape, num_classes=num_classes,
-                        build_fn=build_fn or model.build_fn)
+  return model._replace(
+      image_shape=image_shape, num_classes=num_classes,
+      build_fn=build_fn or model.build_fn,
+      learning_rate=model.learning_rate if learning_rate is None else (
+          learning_rate),
+      default_batch_size=batch_size or model.default_batch_size)
 
 
-# tf_cnn_benchmarks' model_config tables for the models of this benchmark.
+# tf_cnn_benchmarks' model_config tables for the models of this benchmark,
+# with its base learning rates (the ResNets' default is a schedule: see
+# optimizers) and batch sizes.
 IMAGENET_MODELS = collections.OrderedDict((m.name, m) for m in (
-    _upstream('trivial', (227, 227, 3), 1001, _upstream_trivial),
-    _upstream('lenet', (28, 28, 3), 1001),
-    _upstream('resnet50', (224, 224, 3), 1001),
+    _upstream('trivial', (227, 227, 3), 1001, _upstream_trivial,
+              learning_rate=0.005),
+    _upstream('lenet', (28, 28, 3), 1001, learning_rate=0.005),
+    _upstream('resnet50', (224, 224, 3), 1001, batch_size=64),
     _upstream('alexnet', (227, 227, 3), 1001),
     _upstream('vgg16', (224, 224, 3), 1001),
     _upstream('inception3', (299, 299, 3), 1001),
-    _upstream('resnet101', (224, 224, 3), 1001),
-    _upstream('resnet152', (224, 224, 3), 1001),
+    _upstream('resnet101', (224, 224, 3), 1001, batch_size=32),
+    _upstream('resnet152', (224, 224, 3), 1001, batch_size=32),
 ))
 CIFAR10_MODELS = collections.OrderedDict((m.name, m) for m in (
-    _upstream('trivial', (32, 32, 3), 10, _upstream_trivial),
-    _upstream('resnet20', (32, 32, 3), 10),
-    _upstream('alexnet', (32, 32, 3), 10, _alexnet_cifar10),
+    _upstream('trivial', (32, 32, 3), 10, _upstream_trivial,
+              learning_rate=0.005),
+    _upstream('resnet20', (32, 32, 3), 10, learning_rate=0.1,
+              batch_size=128),
+    _upstream('alexnet', (32, 32, 3), 10, _alexnet_cifar10,
+              learning_rate=0.1, batch_size=128),
 ))
-# The data sets with a table of their own; the others (digits, synthetic
-# data) take MODELS.
+# The data sets with a table of their own; the others (digits, small,
+# None) take MODELS.
 DATA_SET_MODELS = {'imagenet': IMAGENET_MODELS, 'cifar10': CIFAR10_MODELS}
 
 
@@ -400,8 +417,11 @@ def get_model(name, data_name=None):
   if name not in table:
     raise UnknownModelError(
         '--model=%s with --data_name=%s: tf_cnn_benchmarks has no %s for %s '
-        '(models/model_config.py); choose one of %s, or another data set' % (
-            name, data_name, name, data_name, ', '.join(table)))
+        '(models/model_config.py); choose one of %s, or another data set%s'
+        % (name, data_name, name, data_name, ', '.join(table),
+           ' (imagenet is the default, as there; --data_name=small takes '
+           'every model in the benchmark\'s own shapes)'
+           if data_name == 'imagenet' else ''))
   return table[name]
 
 

@@ -61,9 +61,11 @@ def uses_model_schedule(config):
 
 def examples_per_epoch(config):
   """The training examples of an epoch of `config`'s data (ImageNet's
-  1,281,167 for synthetic data and ImageNet files, as tf_cnn_benchmarks)."""
-  if not config.data_name:
-    return lr_schedule.IMAGENET_NUM_TRAIN_IMAGES
+  1,281,167 for ImageNet and synthetic `small` data, CIFAR-10's 50,000, its
+  files or synthetic, as tf_cnn_benchmarks)."""
+  if config.synthetic:
+    return lr_schedule.EXAMPLES_PER_EPOCH.get(
+        config.data_name, lr_schedule.IMAGENET_NUM_TRAIN_IMAGES)
   # Imported here: the constant-rate path needs no input pipeline.
   from variable_mgr.benchmark import datasets  # pylint: disable=g-import-not-at-top
   count = datasets.get_dataset(config.data_name,

@@ -59,11 +59,11 @@ def mode_of(config):
 
 
 def dataset_line(config):
-  """The header's Dataset line: 'synthetic', 'digits (train split)',
-  'cifar10 (validation split in /data/cifar, ...)' (--eval), with
-  ', distortions' when training with them."""
-  if not config.data_name:
-    return 'synthetic'
+  """The header's Dataset line: 'synthetic (imagenet's shapes)',
+  'digits (train split)', 'cifar10 (validation split in /data/cifar,
+  ...)' (--eval), with ', distortions' when training with them."""
+  if config.synthetic:
+    return 'synthetic (%s\'s shapes)' % (config.data_name or 'small')
   subset = 'validation' if config.eval else 'train'
   where = '' if not config.data_dir else ' in %s' % config.data_dir
   return '%s (%s split%s%s)' % (

@@ -123,9 +123,22 @@ class BenchmarkConfig(collections.namedtuple('BenchmarkConfig',
     values.update(kwargs)
     return super(BenchmarkConfig, cls).__new__(cls, **values)
 
+  @property
+  def synthetic(self):
+    """True when the towers read synthetic data: `data_name` None (the
+    benchmark's own shapes, as `small`), `small`, or imagenet or cifar10
+    without `data_dir` (their shapes, as tf_cnn_benchmarks)."""
+    return flags.is_synthetic(self.data_name, self.data_dir)
+
   def resolved(self):
-    """A copy with the model defaults filled in."""
-    model = models.get_model(self.model)
+    """A copy with the model defaults filled in: those of the model's
+    version for `data_name` (tf_cnn_benchmarks' on imagenet and cifar10).
+
+    Raises:
+      UnknownModelError: tf_cnn_benchmarks has no such model for the data
+        set.
+    """
+    model = models.get_model(self.model, self.data_name)
     scheduled = self.piecewise_learning_rate_schedule or (
         self.model in SCALED_RATE_MODELS)
     return self._replace(
