@@ -202,9 +202,9 @@ SMALL_IMAGE_SIDES = {'resnet50': 32, 'alexnet': 67, 'vgg16': 32,
                      'inception3': 75, 'resnet101': 32}
 # The models that also run a step: float16 CPU kernels are slow, a step of
 # resnet50, vgg16 or resnet101 at these sizes takes 14-40 s on 2 cores
-# (all of them, resnet152 too, ran one finite step on both generations when
-# batch norm moved to float32). inception3 is the step of a
-# tf.compat.v1.layers model with batch norm.
+# (each of them, resnet152 too, ran a step of finite loss on both
+# generations when batch norm moved to float32). inception3 is the step of
+# a tf.compat.v1.layers model with batch norm.
 STEPPED = ('trivial', 'lenet', 'resnet20', 'alexnet', 'inception3')
 # resnet152 is not built: its 467 variables cost a graph ~15 s, and it is
 # resnet101's builder with more blocks (test_models.py checks that).
