@@ -436,19 +436,6 @@ def test_benchmark_header_line():
                          'fixed)', '==========']
 
 
-@pytest.mark.parametrize('model', ['resnet20', 'resnet50'])
-def test_benchmark_refuses_float16_batch_norm_models(model):
-  from variable_mgr.benchmark import harness
-  from variable_mgr.benchmark import run_config
-  config = run_config.BenchmarkConfig(model=model, use_fp16=True)
-  with tf.Graph().as_default() as graph:
-    with pytest.raises(errors.IncompatibleOptionsError,
-                       match=r'--use_fp16 with --model %s: .*use --model '
-                             r'trivial or lenet' % model):
-      harness.create_manager(config, variable_mgr.LocalBenchmarkCnn(1))
-    assert not graph.get_operations()
-
-
 def test_collective_workers_skip_an_inf_of_another_worker(tmp_path):
   """collective_all_reduce, 2 worker processes of 2 towers: an inf on the
   last tower of worker 1 leaves every copy of both workers as it was and

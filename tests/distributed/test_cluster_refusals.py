@@ -40,8 +40,6 @@ REFUSED = [
       'drop --trace_file']),
     ('save_model_secs_without_train_dir', PS + ['--save_model_secs', '5'],
      ['--save_model_secs=5 without --train_dir', 'add --train_dir=DIR']),
-    ('float16_batch_norm', PS + ['--model', 'resnet20', '--use_fp16'],
-     ['--use_fp16 with --model resnet20', 'use --model trivial or lenet']),
 ]
 
 

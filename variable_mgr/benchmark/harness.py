@@ -19,12 +19,12 @@ its order:
 6. Init, restore, `mgr.get_post_init_ops()`, staging warm-up, training:
    the runners' part (`local_run`, `cluster.worker_task`).
 
-`--use_fp16`: the towers read float16 images and ask for float16 variables
-(the benchmark models ask for float32; a getter inside the manager's scope
-turns their trainable requests into float16 ones, which the manager stores
-in float32 and reads as float16 casts); the gradients are taken of
-`mgr.scale_loss(loss)`. `--backward_passes_per_step` and
-`--variable_consistency` are options of the manager only.
+`--use_fp16`: the towers read float16 images, and the models ask for their
+weights in float16 (the manager stores them in float32 and reads them as
+float16 casts) and keep batch norm in float32 (`models` says how); the
+gradients are taken of `mgr.scale_loss(loss)`.
+`--backward_passes_per_step` and `--variable_consistency` are options of
+the manager only.
 
 `--forward_only`: the towers build the model with `is_training=False` and
 no gradients; the step runs the forward pass and computes the batch's
@@ -82,7 +82,6 @@ def create_manager(config, host):
   `--compact_gradient_transfer` acts with `--use_fp16` under replicated
   only, as in tf_cnn_benchmarks."""
   import variable_mgr  # pylint: disable=g-import-not-at-top
-  check_float16_model(config)
   replicated = config.variable_update == 'replicated'
   spec = config.all_reduce_spec
   if spec is None and config.hierarchical_copy and replicated:
@@ -101,35 +100,6 @@ def create_manager(config, host):
       backward_passes_per_step=config.backward_passes_per_step,
       variable_consistency=config.variable_consistency,
       variable_partition_min_bytes=config.variable_partition_min_bytes)
-
-
-# Models whose batch norm keeps float32 statistics that a float16 tower
-# cannot update (models.py builds every variable in float32).
-_FLOAT32_ONLY_MODELS = ('resnet20', 'resnet50')
-
-
-def check_float16_model(config):
-  """Refuses --use_fp16 with a model that cannot compute in float16.
-
-  Raises:
-    IncompatibleOptionsError: naming the model and the fix.
-  """
-  if config.use_fp16 and config.model in _FLOAT32_ONLY_MODELS:
-    raise errors.IncompatibleOptionsError(
-        '--use_fp16 with --model %s: its batch norm updates float32 moving '
-        'statistics from the batch\'s statistics, which a float16 tower '
-        'computes in float16; use --model trivial or lenet with --use_fp16.'
-        % config.model)
-
-
-def _float16_requests(getter, name, *args, **kwargs):
-  """A custom getter: a float32 model's trainable variables asked for in
-  float16 (the manager's getter stores them in float32)."""
-  dtype = kwargs.get('dtype')
-  if (kwargs.get('trainable') is not False and dtype is not None and
-      tf.as_dtype(dtype) == tf.float32):
-    kwargs['dtype'] = tf.float16
-  return getter(name, *args, **kwargs)
 
 
 class DataFormatError(errors.VariableMgrError):
@@ -205,23 +175,15 @@ def top_k_correct(logits, labels, k, weights=None):
 def build_model(config, model, images, labels, is_training,
                 return_logits=False):
   """One tower's model in the current scopes: `(loss, logits or None)`;
-  the loss float32, under `--use_fp16` computed in float16 on float16
-  reads of the variables."""
+  the loss float32, under `--use_fp16` of a model computed in float16 on
+  float16 images and float16 reads of the weights (batch norm in
+  float32)."""
   if config.use_fp16:
-    with tf.variable_scope(tf.get_variable_scope(),
-                           custom_getter=_float16_requests,
-                           auxiliary_name_scope=False):
-      built = model.build(tf.cast(images, tf.float16), labels,
-                          is_training=is_training,
-                          weight_decay=config.weight_decay,
-                          return_logits=return_logits)
-  else:
-    built = model.build(images, labels, is_training=is_training,
-                        weight_decay=config.weight_decay,
-                        return_logits=return_logits)
+    images = tf.cast(images, tf.float16)
+  built = model.build(images, labels, is_training=is_training,
+                      weight_decay=config.weight_decay,
+                      return_logits=return_logits)
   loss, logits = built if return_logits else (built, None)
-  if config.use_fp16:
-    loss = tf.cast(loss, tf.float32)
   return loss, logits
 
 

@@ -14,6 +14,20 @@ updated with their own `assign_sub` method (a staged variable stands in
 for the real one there) and the update ops go into the UPDATE_OPS
 collection, from which the harness keeps the towers that
 `mgr.retain_tower_updates(d)` names.
+
+Float16 towers: both helpers ask for their weights in the dtype of the
+input they are given, so a float16 input asks for float16 kernels and
+biases (a manager with `use_fp16` stores them in float32 and reads them as
+float16 casts). Batch norm keeps float32: its scale, offset and moving
+statistics are float32 variables read as float32, the batch's statistics
+are taken in float32 and the normalisation runs in float32, and only the
+output is float16. `Layers.batch_norm` casts the input to float32 and the
+output back; `tf.compat.v1.layers.batch_normalization` does the same by
+itself (a float16 input gets float32 variables and a fused batch norm of
+float16 data with float32 scale, offset and statistics), on TensorFlow
+1.15 and with tf_keras alike. So the moving statistics of a float16 tower
+are updated as a float32 tower's, and both save the same variables under
+the same names and dtypes.
 """
 
 import math
@@ -36,9 +50,9 @@ class Layers(object):
     self.is_training = is_training
     self.weights = []
 
-  def _weight(self, shape, fan_in):
+  def _weight(self, shape, fan_in, dtype):
     w = tf.get_variable(
-        'weights', shape, tf.float32,
+        'weights', shape, dtype,
         initializer=tf.truncated_normal_initializer(
             stddev=math.sqrt(2.0 / fan_in)))
     self.weights.append(w)
@@ -49,10 +63,10 @@ class Layers(object):
     in_channels = x.shape.as_list()[-1]
     with tf.variable_scope(name):
       w = self._weight([kernel, kernel, in_channels, filters],
-                       kernel * kernel * in_channels)
+                       kernel * kernel * in_channels, x.dtype)
       y = tf.nn.conv2d(x, w, [1, stride, stride, 1], 'SAME')
       if bias:
-        b = tf.get_variable('biases', [filters], tf.float32,
+        b = tf.get_variable('biases', [filters], x.dtype,
                             initializer=tf.zeros_initializer())
         y = tf.nn.bias_add(y, b)
     return y
@@ -64,13 +78,17 @@ class Layers(object):
       size *= dim
     x = tf.reshape(x, [-1, size])
     with tf.variable_scope(name):
-      w = self._weight([size, units], size)
-      b = tf.get_variable('biases', [units], tf.float32,
+      w = self._weight([size, units], size, x.dtype)
+      b = tf.get_variable('biases', [units], x.dtype,
                           initializer=tf.zeros_initializer())
     return tf.nn.xw_plus_b(x, w, b)
 
   def batch_norm(self, x, name='bn', relu=True):
-    """Batch norm over N, H, W with moving statistics; then an optional ReLU."""
+    """Batch norm over N, H, W with moving statistics; then an optional ReLU.
+
+    Computed in float32 whatever the dtype of `x` (the module docstring
+    says why); the result has the dtype of `x`.
+    """
     channels = x.shape.as_list()[-1]
     with tf.variable_scope(name):
       gamma = tf.get_variable('gamma', [channels], tf.float32,
@@ -84,6 +102,12 @@ class Layers(object):
                                         tf.float32,
                                         initializer=tf.ones_initializer(),
                                         trainable=False)
+    dtype = x.dtype
+    # The moving statistics are float32 variables: on a float32 copy of a
+    # float16 input the float32 tower's ops run, so the batch's statistics
+    # and the updates are not rounded to float16 (a float32 input is not
+    # copied, tf.cast returns it).
+    x = tf.cast(x, tf.float32)
     if self.is_training:
       mean, variance = tf.nn.moments(x, [0, 1, 2])
       # moving -= (moving - batch) * (1 - decay), through the variable's own
@@ -94,7 +118,9 @@ class Layers(object):
                              moving.assign_sub(delta))
     else:
       mean, variance = moving_mean, moving_variance
-    y = tf.nn.batch_normalization(x, mean, variance, beta, gamma, BN_EPSILON)
+    y = tf.cast(
+        tf.nn.batch_normalization(x, mean, variance, beta, gamma, BN_EPSILON),
+        dtype)
     return tf.nn.relu(y) if relu else y
 
 
@@ -147,7 +173,8 @@ class StandardLayers(object):
   def conv_bn(self, x, filters, kernel, stride=1, padding='SAME', name=None,
               relu=True, scale=True, epsilon=BN_EPSILON):
     """A bias-free convolution, batch norm, then an optional ReLU; `kernel`
-    an int or (height, width)."""
+    an int or (height, width). With a float16 `x` the convolution is
+    float16 and the batch norm's variables and statistics float32."""
     with tf.variable_scope(None, default_name=name or 'conv_bn'):
       layer = self.tf_layers.Conv2D(
           filters, kernel, stride, padding.lower(), use_bias=False,

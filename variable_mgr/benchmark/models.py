@@ -5,6 +5,17 @@ custom getter that a strategy puts around a tower apply to all of them (Keras
 3 layers would ignore both). Images are NHWC float32; labels are int32 class
 indices.
 
+Every model also runs in float16 (`--use_fp16`: the harness gives it
+float16 images): its convolutions and dense layers compute in float16 on
+float16 reads of its weights (float32 variables under a manager with
+`use_fp16`), and the loss is float32. Batch norm keeps float32 as
+tf_cnn_benchmarks' does: its scale and offset are float32 variables read
+as float32, its moving mean and variance float32 variables updated from
+float32 batch statistics as in a float32 run (same decay and epsilon), and
+it normalises in float32; only its output is float16 (`model_layers` says
+how each kind of layer does it). So a float16 run saves the same variables,
+under the same names and dtypes, as a float32 run.
+
 A model's image and classes depend on the data set, as in tf_cnn_benchmarks'
 `models/model_config.py`: `get_model(name, data_name)`. On `imagenet`
 (the command's default, files or synthetic) every model takes upstream's
@@ -103,7 +114,9 @@ class Model(ModelSpec):
     """Builds the model in the current scope and returns its scalar loss.
 
     Args:
-      images: float32 `[batch] + image_shape`.
+      images: `[batch] + image_shape`, float32; float16 for a float16
+        tower, whose layers then ask for float16 weights (batch norm stays
+        float32: see the module docstring).
       labels: int32 `[batch]`, values in `[0, num_classes)`.
       is_training: batch norm uses the batch statistics and adds the moving
         statistics' updates to UPDATE_OPS when true; uses the moving
@@ -112,17 +125,22 @@ class Model(ModelSpec):
       return_logits: also return the logits (the same ops are built).
 
     Returns:
-      The mean softmax cross-entropy plus `weight_decay * sum(l2_loss(w))`;
-      with `return_logits`, `(loss, logits [batch, num_classes])`.
+      The mean softmax cross-entropy plus `weight_decay * sum(l2_loss(w))`,
+      float32 (of float32 casts of float16 logits and weights);
+      with `return_logits`, `(loss, logits [batch, num_classes])`, the
+      logits in the dtype of `images`.
     """
     if weight_decay is None:
       weight_decay = self.weight_decay
     layers = model_layers.Layers(is_training)
     logits = self.build_fn(layers, images, self.num_classes)
+    # As tf_cnn_benchmarks: a float16 tower's loss in float32, where the
+    # softmax and the sum of millions of squares keep their precision (a
+    # float16 sum past 2048 drops every square below 1).
     loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=labels, logits=logits))
+        labels=labels, logits=tf.cast(logits, tf.float32)))
     if weight_decay:
-      loss += weight_decay * tf.add_n([tf.nn.l2_loss(w)
+      loss += weight_decay * tf.add_n([tf.nn.l2_loss(tf.cast(w, tf.float32))
                                        for w in layers.weights])
     if return_logits:
       return loss, logits
