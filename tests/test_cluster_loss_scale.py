@@ -193,8 +193,9 @@ def test_a_skipped_step_leaves_every_variable_and_slot(ps_cluster,
 def test_a_checkpoint_restores_the_shared_scale(ps_cluster, tmp_path):
   """Saved by worker 0 after the halving (inf at step 0, then a good
   step: scale 2, count 1), restored by worker 0 alone into a new cluster
-  graph: both workers read 2, and the next good steps go on from the count
-  (2, then 4)."""
+  graph: both workers read 2, also after the other one initialised its
+  local variables, and the next good steps go on from the count (2, then
+  4)."""
   batches = _batches(4, ((0, 3),))
   workers = _workers(ps_cluster, 'parameter_server', len(batches), sync=True)
   try:
@@ -213,6 +214,10 @@ def test_a_checkpoint_restores_the_shared_scale(ps_cluster, tmp_path):
     for run in workers.runs:
       assert run.loss_scale() == 4.0  # Initialised, not restored yet.
     chief.saver.restore(chief.sess, path)
+    # The other worker then initialises its own (local) variables, as a
+    # cluster's workers do after the chief restored: the shared scale is
+    # not one of them.
+    workers.runs[1].sess.run(workers.runs[1].init_ops[1])
     for run in workers.runs:
       assert run.loss_scale() == 2.0
     for step_batches, want in zip(batches[2:], (2.0, 4.0)):
