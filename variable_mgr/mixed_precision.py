@@ -12,10 +12,13 @@ Small float16 gradients underflow to zero; a loss scale S multiplies the
 loss before `tf.gradients` (`scale_loss`) and the manager divides the
 gradients by S (`unscale`) before anything else uses them. S is a variable
 of the job (`loss_scale`, float32, saved in checkpoints) with its count of
-good steps (`loss_scale_normal_steps`). Fixed, it never changes. Dynamic
+good steps (`loss_scale_normal_steps`): each worker's own, or one on a PS
+task that every worker shares (`shared`, the PS strategies on a cluster:
+see `strategies.shared_loss_scale`). Fixed, it never changes. Dynamic
 (`auto_loss_scale`), a step whose gradients hold an inf or NaN on any tower
-(of any worker, where the strategy can tell) is skipped on every copy of
-every variable, S halves (not below 1) and the count restarts. As in
+(of any worker, where the workers' steps are synchronous) is skipped on
+every copy of every variable, S halves (not below 1) and the count
+restarts. As in
 tf_cnn_benchmarks (`get_loss_scale_update_op`), the good step that follows
 `inc_loss_scale_every_n` good steps in a row doubles S and restarts the
 count: from 4 with n=2, good steps leave 4, 4, 8, 8, 8, 16 (S doubles every
