@@ -292,7 +292,7 @@ class _Host(object):
     ('distributed_replicated', dict(task_index=2, num_workers=2),
      r"task_index=2, num_workers=2 but the cluster's worker job has 2 "
      r'tasks: .*task_index be one of 0..1'),
-])
+], ids=['no_sync', 'no_task_index', 'sync_not_bool', 'task_out_of_range'])
 def test_a_host_that_cannot_exchange_is_refused(strategy, attributes, match):
   with tf.Graph().as_default() as graph:
     with pytest.raises(errors.InterfaceError, match=match):
