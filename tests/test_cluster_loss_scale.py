@@ -15,6 +15,8 @@ resource variables, against NumPy.
 - Asynchronous parameter_server (`cross_replica_sync=False`; worker 0's
   step, then worker 1's): only the worker with the inf skips, and the one
   shared scale follows the schedule over the workers' steps in that order.
+- Accumulation (2 micro-batches) under synchronous steps: an inf in one
+  worker's micro-batch skips the cycle's update on both.
 - A checkpoint saved after a halving restores the scale and its count on
   every worker.
 """
@@ -91,6 +93,27 @@ def test_synchronous_steps_skip_together(ps_cluster, strategy,
         dynamic=(4, EVERY_N),
         learning_rate=WORKERS * matrix_model.LEARNING_RATE)
     assert scales == [4, 2, 2, 2, 4, 2, 2], scales
+    _assert_steps(workers, batches, [h[0] for h in history], scales,
+                  parallel=True)
+  finally:
+    workers.close()
+
+
+@pytest.mark.parametrize('strategy', ['parameter_server',
+                                      'distributed_replicated'])
+def test_synchronous_accumulation_skips_the_cycle_together(ps_cluster,
+                                                           strategy):
+  """backward_passes_per_step=2, every_n=1: the inf in the first micro-batch
+  of worker 1's second cycle skips that cycle's update on both workers."""
+  batches = _batches(8, ((2, 3),))
+  workers = _workers(ps_cluster, strategy, len(batches), sync=True,
+                     backward_passes_per_step=2, inc_loss_scale_every_n=1)
+  try:
+    init = workers.runs[0].snapshot()[0][0]
+    history, scales = matrix_model.simulate(
+        init, batches, 'mean', passes=2, micro_mean=True, float16=True,
+        dynamic=(4, 1), learning_rate=WORKERS * matrix_model.LEARNING_RATE)
+    assert scales == [4, 4, 4, 2, 2, 2, 2, 4], scales
     _assert_steps(workers, batches, [h[0] for h in history], scales,
                   parallel=True)
   finally:
