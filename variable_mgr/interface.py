@@ -187,7 +187,8 @@ class ClusterBenchmarkCnn(BenchmarkCnnLike):
     cross_replica_sync: whether the workers run each step together (the
       harness's barriers: tf_cnn_benchmarks' `--cross_replica_sync`); a
       dynamic loss scale under parameter_server then skips a step on every
-      worker or none, else each worker its own.
+      worker or none (the harness must end each step with a barrier across
+      the workers), else each worker its own.
 
   Raises:
     MissingClusterError: the cluster has no `ps` or no `worker` job.
