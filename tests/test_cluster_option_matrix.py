@@ -10,9 +10,9 @@ model, against NumPy.
 - collective_all_reduce: synchronous; the mean over the 4 towers. Its
   dynamic loss scale skips a step for an inf on another worker.
 
-Where a strategy refuses an option (a dynamic loss scale it cannot check
-across workers, relaxed consistency outside replicated) the refusal is
-asserted.
+Where a strategy refuses an option (relaxed consistency outside
+replicated) the refusal is asserted. The dynamic loss scale of the PS
+strategies, synchronous and asynchronous: tests/test_cluster_loss_scale.py.
 """
 
 import threading
@@ -59,7 +59,7 @@ def _config():
                       operation_timeout_in_ms=TIMEOUT_MS))
 
 
-def _start_cluster(num_ps):
+def start_cluster(num_ps):
   """`(spec, worker targets)` of `num_ps` PS tasks and WORKERS workers in
   this process (servers live until it exits)."""
   ports = launcher.free_ports(num_ps + WORKERS)
@@ -76,7 +76,7 @@ def _start_cluster(num_ps):
 
 @pytest.fixture(scope='module')
 def ps_cluster():
-  return _start_cluster(1)
+  return start_cluster(1)
 
 
 def _in_parallel(functions):
@@ -102,20 +102,23 @@ def _in_parallel(functions):
 
 class Workers(object):
   """One `options_harness.Run` a worker of the cluster `spec`, each in a
-  session on its own server."""
+  session on its own server; `host_args`: more `ClusterBenchmarkCnn`
+  arguments, `run_args` more `Run` arguments."""
 
-  def __init__(self, spec, targets, case, create):
+  def __init__(self, spec, targets, case, create, host_args=None,
+               run_args=None):
     dtype = tf.float16 if case.float16 else tf.float32
     self.runs = []
     for k, target in enumerate(targets):
       if 'ps' in spec:
-        host = variable_mgr.ClusterBenchmarkCnn(spec, k, TOWERS)
+        host = variable_mgr.ClusterBenchmarkCnn(spec, k, TOWERS,
+                                                **(host_args or {}))
       else:
         host = options_worker.WorkerHost(tf1.train.ClusterSpec(spec), k,
                                          TOWERS)
       run = Run('ps_cpu', TOWERS, dtype=dtype, host=host,
                 model=matrix_model.GatherModel(),
-                **dict(create, **case.create))
+                **dict(dict(create, **case.create), **(run_args or {})))
       run.sess = tf1.Session(target, graph=run.graph, config=_config())
       self.runs.append(run)
     # Worker 0 initialises the shared (PS) variables last, so that they
@@ -223,7 +226,7 @@ def test_collective_all_reduce_matches_numpy(case):
   # cluster a graph. No PS task: on TensorFlow 1.15 an op without a device
   # (the test's global step) would go there, and two workers' steps with
   # collectives touching one task abort each other ("Cleanup <step id>").
-  spec, targets = _start_cluster(0)
+  spec, targets = start_cluster(0)
   case = COLLECTIVE_CASES[case]
   workers = Workers(spec, targets, case,
                     dict(variable_update='collective_all_reduce'))
@@ -244,19 +247,6 @@ def test_collective_all_reduce_matches_numpy(case):
 def _refusal_host():
   spec = {'ps': ['127.0.0.1:1'], 'worker': ['127.0.0.1:2', '127.0.0.1:3']}
   return variable_mgr.ClusterBenchmarkCnn(spec, 0, TOWERS)
-
-
-@pytest.mark.parametrize('strategy', sorted(PS_STRATEGIES))
-def test_a_dynamic_scale_across_workers_is_refused(strategy):
-  with tf.Graph().as_default() as graph:
-    with pytest.raises(errors.IncompatibleOptionsError,
-                       match=r'auto_loss_scale=True with \w+ on 2 workers: '
-                             r'.*use a fixed loss_scale, or '
-                             r'collective_all_reduce'):
-      variable_mgr.create(benchmark_cnn=_refusal_host(),
-                          **dict(PS_STRATEGIES[strategy],
-                                 **dynamic_options(2)))
-    assert not graph.get_operations()
 
 
 @pytest.mark.parametrize('strategy', sorted(PS_STRATEGIES) +

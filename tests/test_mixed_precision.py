@@ -18,6 +18,7 @@ from options_harness import LOCAL_NAMES
 from options_harness import Run
 from options_harness import VARIABLES
 from variable_mgr import errors
+from variable_mgr import training_options
 
 tf1 = tf.compat.v1
 
@@ -368,18 +369,31 @@ def test_bad_options_are_refused_before_any_graph(options, error, match):
 
 
 def test_auto_loss_scale_across_workers_is_refused_where_unchecked():
+  """A strategy that cannot tell every worker whether another's gradients
+  hold an inf (here a local one's class given a cluster's host, as a
+  subclass of a harness's own might be) refuses a dynamic scale on several
+  workers; the cluster strategies check across workers and take it
+  (tests/test_cluster_loss_scale.py)."""
   cluster = tf.train.ClusterSpec({'ps': ['127.0.0.1:1'],
                                   'worker': ['127.0.0.1:2', '127.0.0.1:3']})
+  dynamic = training_options.TrainingOptions(use_fp16=True,
+                                             auto_loss_scale=True)
   with tf.Graph().as_default() as graph:
     host = variable_mgr.ClusterBenchmarkCnn(cluster, 0, 1)
+    mgr = variable_mgr.VariableMgrLocalFetchFromPS(host)
+    with pytest.raises(errors.IncompatibleOptionsError,
+                       match=r'auto_loss_scale=True with '
+                             r'VariableMgrLocalFetchFromPS on 2 workers: '
+                             r'.*use a fixed loss_scale, or a cluster '
+                             r'strategy \(parameter_server, '
+                             r'distributed_replicated, collective_all_reduce'
+                             r'\)'):
+      mgr.configure_training(dynamic)
+    # A fixed scale needs no check across workers.
+    variable_mgr.VariableMgrLocalFetchFromPS(host).configure_training(
+        training_options.TrainingOptions(use_fp16=True, loss_scale=8))
     for name in ('parameter_server', 'distributed_replicated'):
-      with pytest.raises(errors.IncompatibleOptionsError,
-                         match=r'auto_loss_scale=True with \w+ on 2 workers: '
-                               r'.*use a fixed loss_scale, or '
-                               r'collective_all_reduce'):
-        variable_mgr.create(name, host, use_fp16=True, auto_loss_scale=True)
-      # A fixed scale needs no check across workers.
-      variable_mgr.create(name, host, use_fp16=True, loss_scale=8)
+      variable_mgr.create(name, host, use_fp16=True, auto_loss_scale=True)
     assert not graph.get_operations()
 
 

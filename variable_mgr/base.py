@@ -132,7 +132,9 @@ class VariableMgr(abc.ABC):
           'auto_loss_scale=True with %s on %d workers: this strategy cannot '
           'tell every worker whether another worker\'s gradients hold an '
           'inf, so a skipped step would be skipped on some workers only; '
-          'use a fixed loss_scale, or collective_all_reduce.' %
+          'use a fixed loss_scale, or a cluster strategy (parameter_server, '
+          'distributed_replicated, collective_all_reduce), which checks '
+          'across workers.' %
           (type(self).__name__, workers))
     if self._loss_scale is not None or self.training_options.active:
       raise errors.ProtocolError(
@@ -149,11 +151,15 @@ class VariableMgr(abc.ABC):
     if not self.training_options.use_fp16:
       return loss
     if self._loss_scale is None:
-      options = self.training_options
-      self._loss_scale = mixed_precision.LossScale(
-          options.initial_loss_scale, options.auto_loss_scale,
-          options.inc_loss_scale_every_n, self.benchmark_cnn.cpu_device)
+      self._loss_scale = self._new_loss_scale(self.training_options)
     return self._loss_scale.scale_loss(loss)
+
+  def _new_loss_scale(self, options):
+    """Hook: the graph's `mixed_precision.LossScale`: local variables on
+    the worker's CPU, each worker's own."""
+    return mixed_precision.LossScale(
+        options.initial_loss_scale, options.auto_loss_scale,
+        options.inc_loss_scale_every_n, self.benchmark_cnn.cpu_device)
 
   @property
   def loss_scale(self):
@@ -243,15 +249,16 @@ class VariableMgr(abc.ABC):
       waits[name].extend(ops)
     control = None
     if self.training_options.active:
-      towers, control = self._control_step(towers)
+      towers, control = self._control_step(towers, waits)
     apply_devices, payload = self._preprocess(towers)
     state = GradientState(apply_devices, towers, payload, waits)
     state.step_control = control
     return apply_devices, state
 
-  def _control_step(self, towers):
+  def _control_step(self, towers, waits):
     """The gradients to hand the strategy under the training options, and
-    the step's `StepControl` (see `variable_mgr.accumulation`)."""
+    the step's `StepControl` (see `variable_mgr.accumulation`); `waits` as
+    `GradientState.waits`."""
     options = self.training_options
     devices = list(self.benchmark_cnn.raw_devices)
     cpu = self.benchmark_cnn.cpu_device
@@ -279,7 +286,7 @@ class VariableMgr(abc.ABC):
         flags = [mixed_precision.tower_all_finite([g for g, _ in tower])
                  for tower in towers]
         with tf.device(cpu):
-          finite = self._all_towers_finite(flags)
+          finite = self._all_towers_finite(flags, waits)
           ops.extend(self._loss_scale.update_ops(finite, counted))
           go = finite if go is None else tf.logical_and(go, finite)
       if go is not None:
@@ -295,9 +302,22 @@ class VariableMgr(abc.ABC):
     del go
     return []
 
-  def _all_towers_finite(self, tower_flags):
+  @property
+  def workers_meet_after_reads(self):
+    """Whether every update of a step already waits for every worker's
+    reads of the shared variables for that step (a dynamic loss scale's
+    exchange on a synchronous PS cluster, see
+    `strategies.shared_loss_scale`); when False, a harness of several
+    workers on shared variables keeps its own barrier before the
+    updates."""
+    return False
+
+  def _all_towers_finite(self, tower_flags, waits):
     """Hook: a bool scalar, every tower's flag (of every worker) is true;
-    on the worker's CPU. A strategy of several workers overrides it."""
+    on the worker's CPU. A strategy of several workers overrides it;
+    `waits` (as `GradientState.waits`) are the step's reads of the
+    variables, for a strategy whose decision must follow them."""
+    del waits
     return tf.reduce_all(tf.stack(tower_flags))
 
   def get_gradients_to_apply(self, device_num, gradient_state):

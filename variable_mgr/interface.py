@@ -15,7 +15,10 @@ else:
 | `ps_hosts`                    | distributed: one entry a PS task           |
 | `cluster`                     | distributed: a `tf.train.ClusterSpec`      |
 | `add_sync_queues_and_barrier` | distributed_replicated: a worker barrier   |
-| `num_workers`                 | collective_all_reduce                      |
+| `num_workers`, `task_index`   | collective_all_reduce; a dynamic loss      |
+|                               | scale on several workers of the PS ones    |
+| `cross_replica_sync`          | parameter_server: a dynamic loss scale on  |
+|                               | several workers (synchronous steps or not) |
 
 `LocalBenchmarkCnn` implements it for the devices of one process, so the
 library can be driven without tf_cnn_benchmarks; `ClusterBenchmarkCnn` for
@@ -181,6 +184,11 @@ class ClusterBenchmarkCnn(BenchmarkCnnLike):
     num_towers: towers on this worker.
     device: `'cpu'` or `'gpu'`: the towers' device type.
     local_parameter_device: `'cpu'` or `'gpu'` (where cached copies live).
+    cross_replica_sync: whether the workers run each step together (the
+      harness's barriers: tf_cnn_benchmarks' `--cross_replica_sync`); a
+      dynamic loss scale under parameter_server then skips a step on every
+      worker or none (the harness must end each step with a barrier across
+      the workers), else each worker its own.
 
   Raises:
     MissingClusterError: the cluster has no `ps` or no `worker` job.
@@ -190,7 +198,7 @@ class ClusterBenchmarkCnn(BenchmarkCnnLike):
   """
 
   def __init__(self, cluster, task_index, num_towers, device='cpu',
-               local_parameter_device='cpu'):
+               local_parameter_device='cpu', cross_replica_sync=True):
     from variable_mgr import compat  # pylint: disable=g-import-not-at-top
     from variable_mgr import placement  # pylint: disable=g-import-not-at-top
     tf = compat.tf
@@ -211,6 +219,7 @@ class ClusterBenchmarkCnn(BenchmarkCnnLike):
     self.cluster = cluster
     self.task_index = task_index
     self.num_workers = num_workers
+    self.cross_replica_sync = cross_replica_sync
     self.ps_hosts = cluster.job_tasks('ps')
     self.num_gpus = num_towers
     self.local_parameter_device_flag = local_parameter_device

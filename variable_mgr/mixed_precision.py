@@ -12,10 +12,13 @@ Small float16 gradients underflow to zero; a loss scale S multiplies the
 loss before `tf.gradients` (`scale_loss`) and the manager divides the
 gradients by S (`unscale`) before anything else uses them. S is a variable
 of the job (`loss_scale`, float32, saved in checkpoints) with its count of
-good steps (`loss_scale_normal_steps`). Fixed, it never changes. Dynamic
+good steps (`loss_scale_normal_steps`): each worker's own, or one on a PS
+task that every worker shares (`shared`, the PS strategies on a cluster:
+see `strategies.shared_loss_scale`). Fixed, it never changes. Dynamic
 (`auto_loss_scale`), a step whose gradients hold an inf or NaN on any tower
-(of any worker, where the strategy can tell) is skipped on every copy of
-every variable, S halves (not below 1) and the count restarts. As in
+(of any worker, where the workers' steps are synchronous) is skipped on
+every copy of every variable, S halves (not below 1) and the count
+restarts. As in
 tf_cnn_benchmarks (`get_loss_scale_update_op`), the good step that follows
 `inc_loss_scale_every_n` good steps in a row doubles S and restarts the
 count: from 4 with n=2, good steps leave 4, 4, 8, 8, 8, 16 (S doubles every
@@ -69,11 +72,12 @@ def with_float32_storage(outer_scope):
   return scope
 
 
-def _state_variable(name, value, dtype, device):
+def _state_variable(name, value, dtype, device, shared):
   """A state variable of the manager outside every tower's scope."""
   graph = tf.get_default_graph()
   with graph.name_scope(None), tf.device(device):
-    return step_state.state_variable(name, tf.constant(value, dtype), device)
+    return step_state.state_variable(name, tf.constant(value, dtype), device,
+                                     shared)
 
 
 class LossScale(object):
@@ -84,24 +88,41 @@ class LossScale(object):
     dynamic: halve and skip on inf/NaN, double on the good step after
       `every_n` good steps.
     every_n: good steps counted before the one that doubles the scale.
-    device: where the variables live (the worker's CPU).
+    device: where the variables live (the worker's CPU; a PS task when
+      `shared`).
+    shared: global variables, one state for every worker of a cluster (the
+      chief initialises or restores it); else local variables, a state a
+      worker.
+    read_device: where the step's snapshot is brought for the towers (the
+      worker's CPU); None for `device`.
+    writer: whether this graph's step assigns the state (`update_ops`):
+      False on the workers of a synchronous cluster other than the one that
+      writes each step's decision for all.
   """
 
-  def __init__(self, initial, dynamic, every_n, device):
+  def __init__(self, initial, dynamic, every_n, device, shared=False,
+               read_device=None, writer=True):
     self.dynamic = dynamic
     self.every_n = every_n
     self.device = device
+    self.shared = shared
+    self.writer = writer
+    self.read_device = device if read_device is None else read_device
     self.variable = _state_variable(LOSS_SCALE_NAME, float(initial),
-                                    tf.float32, device)
+                                    tf.float32, device, shared)
     self.normal_steps = _state_variable(NORMAL_STEPS_NAME, 0, tf.int32,
-                                        device)
+                                        device, shared)
     graph = tf.get_default_graph()
-    with graph.name_scope(None), tf.device(device), \
-         tf.name_scope('loss_scale_read'):
-      self.value = tf.identity(compat.snapshot(self.variable), name='scale')
-      self.inverse = tf.math.reciprocal(self.value, name='inverse')
-      self._steps = tf.identity(compat.snapshot(self.normal_steps),
-                                name='normal_steps')
+    with graph.name_scope(None), tf.name_scope('loss_scale_read'):
+      # Read where the variables live; used where the towers are (one copy
+      # a step from a PS task to the worker).
+      with tf.device(device):
+        scale = compat.snapshot(self.variable)
+        steps = compat.snapshot(self.normal_steps)
+      with tf.device(self.read_device):
+        self.value = tf.identity(scale, name='scale')
+        self.inverse = tf.math.reciprocal(self.value, name='inverse')
+        self._steps = tf.identity(steps, name='normal_steps')
 
   @property
   def variables(self):
@@ -138,9 +159,9 @@ class LossScale(object):
         micro-steps of accumulation and the first relaxed step), or None
         for always.
     """
-    if not self.dynamic:
+    if not self.dynamic or not self.writer:
       return []
-    with tf.device(self.device), tf.name_scope('loss_scale_update'):
+    with tf.device(self.read_device), tf.name_scope('loss_scale_update'):
       if counted is None:
         counted = tf.constant(True)
       good = tf.logical_and(counted, finite)
@@ -157,8 +178,9 @@ class LossScale(object):
       new_steps = tf.where(
           tf.logical_or(bad, grow), tf.zeros_like(steps),
           tf.where(good, steps + 1, steps))
-      return [self.variable.assign(new_scale, read_value=False),
-              self.normal_steps.assign(new_steps, read_value=False)]
+      with tf.device(self.device):
+        return [self.variable.assign(new_scale, read_value=False),
+                self.normal_steps.assign(new_steps, read_value=False)]
 
 
 def tower_all_finite(grads):

@@ -32,11 +32,17 @@ from variable_mgr.compat import tf
 RESOURCE_STATE = True
 
 
-def state_variable(name, initial, device):
-  """A non-trainable local variable (each worker of a cluster initialises
-  its own) holding `initial` at first, on `device`; a resource variable
-  unless `RESOURCE_STATE` is off."""
+def state_variable(name, initial, device, shared=False):
+  """A non-trainable variable holding `initial` at first, on `device`; a
+  resource variable unless `RESOURCE_STATE` is off.
+
+  A local variable (each worker of a cluster initialises its own), or with
+  `shared` a global one (the chief initialises or restores it, and every
+  worker reads the same: state kept on a PS task).
+  """
+  collection = (tf.GraphKeys.GLOBAL_VARIABLES if shared
+                else tf.GraphKeys.LOCAL_VARIABLES)
   with tf.device(device):
     return tf.Variable(initial, name=name, trainable=False,
-                       collections=[tf.GraphKeys.LOCAL_VARIABLES],
+                       collections=[collection],
                        use_resource=True if RESOURCE_STATE else None)

@@ -38,16 +38,17 @@ UPDATE_PREFIXES = ('Apply', 'ResourceApply', 'SparseApply',
 PULL_OP_TYPES = ('Stage', 'DeepCopy')
 
 
-def _graph(num_workers, resource, min_bytes=0):
+def _graph(num_workers, resource, min_bytes=0, **fields):
   """The worker graph; `min_bytes` > 0: 2 PS tasks, the trivial model's
-  weights (31360 bytes) split in two slices."""
+  weights (31360 bytes) split in two slices; `fields`: more config."""
   workers = ['127.0.0.1:%d' % (2300 + k) for k in range(num_workers)]
   ps = ['127.0.0.1:2299'] + (['127.0.0.1:2298'] if min_bytes else [])
   spec = task_spec.TaskSpec('worker', 0, ps, workers)
+  fields = dict(dict(variable_update='parameter_server', staged_vars=True),
+                **fields)
   config = run_config.BenchmarkConfig(
-      model='trivial', variable_update='parameter_server', staged_vars=True,
-      num_gpus=2, use_resource_vars=resource,
-      variable_partition_min_bytes=min_bytes).resolved()
+      model='trivial', num_gpus=2, use_resource_vars=resource,
+      variable_partition_min_bytes=min_bytes, **fields).resolved()
   host = variable_mgr.ClusterBenchmarkCnn(spec.cluster_dict(), 0, 2)
   return worker_graph.build_worker_graph(config, host, spec, sync=True)
 
@@ -189,3 +190,64 @@ def test_gradients_ready_barrier_waits_for_every_pull_and_get(resource):
       for put, get in tower.values():
         assert _pull_read(put) in ancestors, (enqueue.name, put.name)
         assert get.op in ancestors, (enqueue.name, get.name)
+
+
+def _exchange_ops(graph, kind):
+  """The ops of `kind` ('QueueEnqueue', 'QueueDequeueMany') on the queues
+  of the dynamic loss scale's exchange of finite flags."""
+  return [op for op in graph.get_operations()
+          if op.type.startswith(kind) and any(
+              name.startswith('loss_scale_finite')
+              for name in _barrier_queue_names(op))]
+
+
+DYNAMIC_SCALE = dict(use_fp16=True, fp16_enable_auto_loss_scale=True)
+
+
+@pytest.mark.parametrize('resource', [False, True], ids=['ref', 'resource'])
+def test_a_dynamic_scale_exchange_replaces_gradients_ready(resource):
+  """With a dynamic loss scale on 2 synchronous workers, the exchange of
+  finite flags waits for every pull and get of this worker, and every
+  update for the exchange: the `gradients_ready` barrier is not built."""
+  g = _graph(2, resource, **DYNAMIC_SCALE)
+  names = [n for op in g.graph.get_operations()
+           if op.type.startswith('QueueDequeueMany')
+           for n in _barrier_queue_names(op)]
+  assert not [n for n in names if n.startswith('gradients_ready_')], names
+  enqueues = _exchange_ops(g.graph, 'QueueEnqueue')
+  takes = _exchange_ops(g.graph, 'QueueDequeueMany')
+  assert len(enqueues) == 1 and len(takes) == 1, (enqueues, takes)
+  ancestors = _ancestors(enqueues[0])
+  for tower in g.mgr.staging_vars_on_devices:
+    for put, get in tower.values():
+      assert _pull_read(put) in ancestors, put.name
+      assert get.op in ancestors, get.name
+  # The take follows this worker's own put, so that fetching the decision
+  # hands the flag to the other worker.
+  assert enqueues[0] in _ancestors(takes[0])
+  updates = _updates(g.graph)
+  assert updates
+  for update in updates:
+    assert takes[0] in _ancestors(update), update.name
+
+
+@pytest.mark.parametrize('fields', [
+    dict(variable_update='distributed_replicated', staged_vars=False),
+    dict(DYNAMIC_SCALE, fp16_enable_auto_loss_scale=False)],
+                         ids=['distributed_replicated', 'fixed_scale'])
+def test_no_needless_wait_before_the_exchange(fields):
+  """distributed_replicated's workers update only the masters, which no
+  worker reads before the step's barriers: its exchange waits for its
+  flag alone (no control input). A fixed scale has no exchange, and
+  parameter_server keeps its `gradients_ready` barrier."""
+  g = _graph(2, True, **dict(DYNAMIC_SCALE, **fields))
+  enqueues = _exchange_ops(g.graph, 'QueueEnqueue')
+  if not fields.get('fp16_enable_auto_loss_scale', True):
+    assert not enqueues
+    names = [n for op in g.graph.get_operations()
+             if op.type.startswith('QueueDequeueMany')
+             for n in _barrier_queue_names(op)]
+    assert [n for n in names if n.startswith('gradients_ready_')], names
+    return
+  assert len(enqueues) == 1
+  assert not enqueues[0].control_inputs, enqueues[0].control_inputs

@@ -129,8 +129,10 @@ def training_flags(model_names):
            '--fp16_enable_auto_loss_scale (default: 128)'),
       boolean('fp16_enable_auto_loss_scale', False,
               '--use_fp16: halve the loss scale and skip the step when a '
-              'gradient holds an inf or NaN on any tower; double it after '
-              '--fp16_inc_loss_scale_every_n good steps'),
+              'gradient holds an inf or NaN on any tower (of any worker; '
+              'with --cross_replica_sync=false a worker skips its own '
+              'step); double it after --fp16_inc_loss_scale_every_n good '
+              'steps'),
       flag('fp16_inc_loss_scale_every_n', t.int_at_least(1), 1000,
            '--fp16_enable_auto_loss_scale: good steps before the loss scale '
            'doubles'),

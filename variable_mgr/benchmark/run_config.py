@@ -250,7 +250,8 @@ def check_cluster_config(args, cluster):
     else:
       host = variable_mgr.ClusterBenchmarkCnn(
           cluster, 0, config.num_gpus, config.device,
-          config.local_parameter_device)
+          config.local_parameter_device,
+          cross_replica_sync=args.cross_replica_sync)
     harness.create_manager(config, host)
   # Asynchronous workers each add their updates to the global step.
   batch_target.check_restored(config, 1 if args.cross_replica_sync else

@@ -176,14 +176,14 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
               device).op)
     return ops
 
-  def _all_towers_finite(self, tower_flags):
+  def _all_towers_finite(self, tower_flags, waits):
     """Every tower of every worker adds its count of non-finite towers (0
     or 1) in one collective all-reduce a step: every worker then takes the
     same decision. Every tower's result is consumed, so that every member
     of the group runs."""
     if self.group_size == 1:
       return super(VariableMgrCollectiveAllReduce, self)._all_towers_finite(
-          tower_flags)
+          tower_flags, waits)
     clean = []
     with tf.name_scope('collective_finite_check'):
       for flag, device in zip(tower_flags, self.benchmark_cnn.raw_devices):

@@ -157,8 +157,8 @@ class VariableMgrDistributedAllReduce(replicated.VariableMgrLocalReplicated):
     # A one-stage pscpu sums on every worker's CPU, not on worker 0's alone.
     return None
 
-  def _all_towers_finite(self, tower_flags):
+  def _all_towers_finite(self, tower_flags, waits):
     """Every tower of every worker is in this graph: the local check sees
     them all, and every worker applies the step or skips it together."""
     return super(VariableMgrDistributedAllReduce, self)._all_towers_finite(
-        tower_flags)
+        tower_flags, waits)

@@ -22,13 +22,17 @@ from variable_mgr import interface
 from variable_mgr import placement
 from variable_mgr.compat import tf
 from variable_mgr.strategies import parameter_server
+from variable_mgr.strategies import shared_loss_scale
 
 PS_SHADOW_VAR_PREFIX = placement.PS_SHADOW_VAR_PREFIX
 _MASTER_PREFIX = PS_SHADOW_VAR_PREFIX + '/v0/'
 
 
-class VariableMgrDistributedReplicated(base.VariableMgr):
-  """See the module docstring.
+class VariableMgrDistributedReplicated(
+    shared_loss_scale.SharedLossScaleMixin, base.VariableMgr):
+  """See the module docstring. The loss scale (use_fp16) is shared on PS 0;
+  a dynamic one skips a step on every worker or none (see
+  `strategies.shared_loss_scale`).
 
   Args:
     benchmark_cnn, reduction, accumulation_dtype: see `VariableMgr`.
@@ -46,6 +50,11 @@ class VariableMgrDistributedReplicated(base.VariableMgr):
 
   required_attributes = interface.DISTRIBUTED_ATTRIBUTES + (
       'add_sync_queues_and_barrier',)
+  # Every step ends at the barriers of the copy-back.
+  always_synchronous = True
+  # Other workers update only the masters, which this worker reads only
+  # after the step's barriers (the copy-back).
+  exchange_after_reads = False
 
   def __init__(self, benchmark_cnn, reduction=None, accumulation_dtype=None,
                variable_partition_min_bytes=0):

@@ -17,6 +17,7 @@ from variable_mgr import interface
 from variable_mgr import placement
 from variable_mgr import staging
 from variable_mgr.compat import tf
+from variable_mgr.strategies import shared_loss_scale
 
 # Variables of fewer elements are cached on the worker CPU.
 SMALL_VARIABLE_THRESHOLD = 64 * 1024
@@ -103,9 +104,14 @@ class VariableMgrLocalFetchFromStagedPS(_StagedMixin,
     self._init_staging()
 
 
-class VariableMgrDistributedFetchFromPS(_SharedVariablesMgr):
+class VariableMgrDistributedFetchFromPS(
+    shared_loss_scale.SharedLossScaleMixin, _SharedVariablesMgr):
   """Variables on the PS tasks of `benchmark_cnn.cluster`, balanced by bytes;
   each worker caches large variables on its devices and small ones on its CPU.
+  The loss scale (use_fp16) is shared on PS 0; a dynamic one skips a
+  synchronous step on every worker or none (`host.cross_replica_sync`), an
+  asynchronous worker's step on its own inf (see
+  `strategies.shared_loss_scale`).
 
   Raises:
     MissingClusterError: the host has no cluster or no PS hosts.

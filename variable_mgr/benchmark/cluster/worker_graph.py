@@ -107,9 +107,12 @@ def build_worker_graph(config, host, spec, sync):
     with tf.device(host.cpu_device):
       average_loss = tf.add_n(losses) / float(len(losses))
     gradients_ready = None
-    if barriers and config.variable_update == 'parameter_server':
+    if (barriers and config.variable_update == 'parameter_server' and
+        not mgr.workers_meet_after_reads):
       # Shared variables: no worker may update them while another still
-      # reads them for this step's gradients (or staged puts).
+      # reads them for this step's gradients (or staged puts). A dynamic
+      # loss scale's exchange of finite flags already waits for those reads
+      # and every update for it: no second barrier then.
       gradients_ready = host.add_sync_queues_and_barrier(
           'gradients_ready_', [tf.group(*state.variable_reads), average_loss])
     # Several workers update the variables on the PS tasks: under their

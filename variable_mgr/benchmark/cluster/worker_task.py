@@ -99,7 +99,7 @@ def run_worker(spec, config, options, log=print):
   config = config.resolved()
   host = variable_mgr.ClusterBenchmarkCnn(
       spec.cluster_dict(), spec.task_index, config.num_gpus, config.device,
-      config.local_parameter_device)
+      config.local_parameter_device, cross_replica_sync=sync)
   output.print_header(config, host, log)
   log('Cluster:     %s of %d PS + %d workers, %s' % (
       spec.name, len(spec.ps_hosts), spec.num_workers,
