@@ -11,11 +11,10 @@ Collective ops keep a group key's size in the servers for good: a spec with
 a `collective` stage gets a cluster of its own (`fresh=True`).
 """
 
-import socket
-
 import tensorflow as tf
 
 import variable_mgr
+from variable_mgr.benchmark.cluster import in_process
 from variable_mgr.strategies import collective_all_reduce
 
 tf1 = tf.compat.v1
@@ -23,19 +22,6 @@ tf1 = tf.compat.v1
 MAX_WORKERS = 3
 MAX_TOWERS = 2
 _SHARED = []  # [(cluster dict, servers)] of the shared cluster.
-
-
-def _free_ports(count):
-  sockets = []
-  try:
-    for _ in range(count):
-      sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-      sock.bind(('127.0.0.1', 0))
-      sockets.append(sock)
-    return [s.getsockname()[1] for s in sockets]
-  finally:
-    for sock in sockets:
-      sock.close()
 
 
 def server_config():
@@ -48,13 +34,9 @@ def server_config():
 
 def start_cluster(num_workers=MAX_WORKERS):
   """Starts `num_workers` worker servers; returns their cluster dict."""
-  cluster = {'worker': ['127.0.0.1:%d' % p
-                        for p in _free_ports(num_workers)]}
-  spec = tf1.train.ClusterSpec(cluster)
-  servers = [tf1.train.Server(spec, job_name='worker', task_index=k,
-                              config=server_config())
-             for k in range(num_workers)]
-  return cluster, servers
+  cluster, servers = in_process.start_servers(
+      [('worker', num_workers)], lambda job, k: server_config())
+  return cluster, servers['worker']
 
 
 def host(num_workers, towers_per_worker, fresh=False, **host_args):

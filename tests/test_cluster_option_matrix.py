@@ -28,7 +28,7 @@ from matrix_model import Case
 from matrix_model import dynamic_options
 from options_harness import Run
 from variable_mgr import errors
-from variable_mgr.benchmark.cluster import launcher
+from variable_mgr.benchmark.cluster import in_process
 from variable_mgr.strategies import collective_all_reduce
 
 tf1 = tf.compat.v1
@@ -62,16 +62,12 @@ def _config():
 def start_cluster(num_ps):
   """`(spec, worker targets)` of `num_ps` PS tasks and WORKERS workers in
   this process (servers live until it exits)."""
-  ports = launcher.free_ports(num_ps + WORKERS)
-  spec = {'worker': ['127.0.0.1:%d' % p for p in ports[num_ps:]]}
-  if num_ps:
-    spec['ps'] = ['127.0.0.1:%d' % p for p in ports[:num_ps]]
-  for i in range(num_ps):
-    tf1.train.Server(spec, job_name='ps', task_index=i,
-                     config=tf1.ConfigProto(device_count={'CPU': 1}))
-  workers = [tf1.train.Server(spec, job_name='worker', task_index=k,
-                              config=_config()) for k in range(WORKERS)]
-  return spec, [w.target for w in workers]
+  spec, servers = in_process.start_servers(
+      [('ps', num_ps), ('worker', WORKERS)] if num_ps else
+      [('worker', WORKERS)],
+      lambda job, _: (tf1.ConfigProto(device_count={'CPU': 1})
+                      if job == 'ps' else _config()))
+  return spec, [w.target for w in servers['worker']]
 
 
 @pytest.fixture(scope='module')

@@ -17,7 +17,7 @@ import tensorflow as tf
 import matrix_model
 import variable_mgr
 from options_harness import Run
-from variable_mgr.benchmark.cluster import launcher
+from variable_mgr.benchmark.cluster import in_process
 
 tf1 = tf.compat.v1
 
@@ -45,16 +45,11 @@ def _cluster(num_ps):
   """`(spec, worker target)` of `num_ps` PS tasks and one worker, started
   once in this process (servers live until it exits)."""
   if num_ps not in _CLUSTERS:
-    ports = launcher.free_ports(num_ps + 1)
-    spec = {'ps': ['127.0.0.1:%d' % p for p in ports[:num_ps]],
-            'worker': ['127.0.0.1:%d' % ports[-1]]}
-    for i in range(num_ps):
-      tf1.train.Server(spec, job_name='ps', task_index=i,
-                       config=tf1.ConfigProto(device_count={'CPU': 1}))
-    worker = tf1.train.Server(spec, job_name='worker', task_index=0,
-                              config=tf1.ConfigProto(
-                                  device_count={'CPU': TOWERS}))
-    _CLUSTERS[num_ps] = spec, worker.target
+    spec, servers = in_process.start_servers(
+        [('ps', num_ps), ('worker', 1)],
+        lambda job, _: tf1.ConfigProto(
+            device_count={'CPU': 1 if job == 'ps' else TOWERS}))
+    _CLUSTERS[num_ps] = spec, servers['worker'][0].target
   return _CLUSTERS[num_ps]
 
 

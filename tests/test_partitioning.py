@@ -25,7 +25,7 @@ from variable_mgr import checkpoint
 from variable_mgr import errors
 from variable_mgr import placement
 from variable_mgr import staging
-from variable_mgr.benchmark.cluster import launcher
+from variable_mgr.benchmark.cluster import in_process
 
 tf = _tf.compat.v1
 
@@ -246,16 +246,11 @@ def test_slices_of_one_variable_go_to_different_tasks():
 def cluster():
   """{'ps': [2 addresses], 'worker': [1]}, servers started in this process
   (they live until it exits)."""
-  ports = launcher.free_ports(3)
-  spec = {'ps': ['127.0.0.1:%d' % p for p in ports[:2]],
-          'worker': ['127.0.0.1:%d' % ports[2]]}
-  servers = [tf.train.Server(spec, job_name='ps', task_index=i,
-                             config=tf.ConfigProto(device_count={'CPU': 1}))
-             for i in range(2)]
-  servers.append(tf.train.Server(
-      spec, job_name='worker', task_index=0,
-      config=tf.ConfigProto(device_count={'CPU': TOWERS})))
-  return spec, servers[-1].target
+  spec, servers = in_process.start_servers(
+      [('ps', 2), ('worker', 1)],
+      lambda job, _: tf.ConfigProto(
+          device_count={'CPU': 1 if job == 'ps' else TOWERS}))
+  return spec, servers['worker'][0].target
 
 
 def _initial(seed=3):

@@ -58,12 +58,9 @@ def _server_config():
 def _start_cluster():
   """Starts the workers' servers (they live until the process exits) and
   returns worker 0's target."""
-  cluster = tf1.train.ClusterSpec(
-      {'worker': ['localhost:%d' % in_process.free_port() for _ in range(NUM_WORKERS)]})
-  servers = [tf1.train.Server(cluster, job_name='worker', task_index=t,
-                              config=_server_config())
-             for t in range(NUM_WORKERS)]
-  return servers[0].target
+  _, servers = in_process.start_servers(
+      [('worker', NUM_WORKERS)], lambda job, k: _server_config())
+  return servers['worker'][0].target
 
 
 @pytest.fixture(scope='module')

@@ -12,8 +12,14 @@ import socket
 import tensorflow as _tf
 
 from variable_mgr import interface
+from variable_mgr.benchmark.cluster import launcher
 
 tf = _tf.compat.v1
+
+# TensorFlow's error when a server's port is taken.
+PORT_TAKEN = 'Could not start gRPC server'
+# Clusters tried, each on new ports, before a taken port is an error.
+START_ATTEMPTS = 3
 
 
 def free_port():
@@ -23,6 +29,45 @@ def free_port():
     return sock.getsockname()[1]
   finally:
     sock.close()
+
+
+def start_servers(job_sizes, config_of):
+  """Starts a server for every task of a cluster inside this process, on
+  free ports of 127.0.0.1.
+
+  A port is free when it is picked and bound by the server only later, so
+  another process may take it in between (two suites, or a benchmark,
+  running side by side); TensorFlow then refuses the server with "Could
+  not start gRPC server", and the whole cluster is started again on new
+  ports, up to START_ATTEMPTS times. Servers started before the refusal
+  keep running on their ports (TensorFlow cannot stop an in-process
+  server), unused.
+
+  Args:
+    job_sizes: `[(job name, tasks)]`, in the order the servers start.
+    config_of: `config_of(job, task_index)`, the server's ConfigProto.
+
+  Returns:
+    `(cluster dict, {job: [servers]})`.
+
+  Raises:
+    tf.errors.UnknownError: a port taken START_ATTEMPTS times, or
+      another failure to start a server.
+  """
+  for attempt in range(START_ATTEMPTS):
+    ports = iter(launcher.free_ports(sum(n for _, n in job_sizes)))
+    cluster = dict((job, ['127.0.0.1:%d' % next(ports) for _ in range(n)])
+                   for job, n in job_sizes)
+    try:
+      servers = dict((job, [tf.train.Server(cluster, job_name=job,
+                                            task_index=k,
+                                            config=config_of(job, k))
+                            for k in range(n)])
+                     for job, n in job_sizes)
+      return cluster, servers
+    except tf.errors.UnknownError as e:
+      if PORT_TAKEN not in str(e) or attempt == START_ATTEMPTS - 1:
+        raise
 
 
 class LocalClusterHost(interface.ClusterBenchmarkCnn):
@@ -49,19 +94,21 @@ class LocalClusterHost(interface.ClusterBenchmarkCnn):
     self._servers = []
 
   def start(self):
-    """Starts the PS and worker servers; returns the worker's target."""
+    """Starts the PS and worker servers; returns the worker's target. The
+    ports may differ from those the host was made with (`start_servers`);
+    no device name holds a port, so a graph already built still runs."""
     if not self._servers:
       # No GPU device where nothing runs on one: TensorFlow then does not
       # initialise CUDA, whose failure on a machine without a driver it
       # logs as an error line.
-      self._servers.append(tf.train.Server(
-          self.cluster, job_name='ps', task_index=0,
-          config=tf.ConfigProto(device_count={'CPU': 1, 'GPU': 0})))
       config = self.session_config()
       if all(tf.DeviceSpec.from_string(d).device_type.upper() == 'CPU'
              for d in self.raw_devices):
         config.device_count['GPU'] = 0
-      self._servers.append(tf.train.Server(
-          self.cluster, job_name='worker', task_index=self.task_index,
-          config=config))
+      ps_config = tf.ConfigProto(device_count={'CPU': 1, 'GPU': 0})
+      cluster, servers = start_servers(
+          [('ps', 1), ('worker', 1)],
+          lambda job, _: ps_config if job == 'ps' else config)
+      self.cluster = tf.train.ClusterSpec(cluster)
+      self._servers = servers['ps'] + servers['worker']
     return self._servers[-1].target
