@@ -163,7 +163,9 @@ for _path in (HERE, ROOT):
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from benchmarks.network.plan import FULL
 from benchmarks.network.plan import QUICK
+from benchmarks.network.plan import SubsetError
 from benchmarks.network.plan import describe
+from benchmarks.network.plan import subset_plan
 from benchmarks.network.runs import measure_all
 from benchmarks.network.runs import task_main
 from benchmarks.network.runs import workload_shapes
@@ -206,6 +208,25 @@ def main(argv=None):
     i = argv.index('--results_dir')
     results_dir = os.path.abspath(argv[i + 1])
     del argv[i:i + 2]
+  subset = None
+  if '--subset' in argv:
+    # Only the cells of a named subset of the plan (SUBSETS), in their own
+    # results file; NETWORK_RESULTS.md and RESULTS.md are left alone.
+    i = argv.index('--subset')
+    subset = argv[i + 1] if i + 1 < len(argv) else ''
+    del argv[i:i + 2]
+  rounds = None
+  if '--rounds' in argv:
+    # More (or fewer) rounds than the plan's, e.g. for a subset that the
+    # time allows to repeat.
+    i = argv.index('--rounds')
+    rounds = argv[i + 1] if i + 1 < len(argv) else ''
+    del argv[i:i + 2]
+    if not rounds.isdigit() or int(rounds) < 1:
+      sys.stderr.write('run_network_benchmarks.py: --rounds %s: the number '
+                       'of rounds is a whole number of at least 1; pass e.g. '
+                       '--rounds 3.\n' % rounds)
+      return 2
   show_plan = '--plan' in argv
   if show_plan:
     argv.remove('--plan')
@@ -213,6 +234,14 @@ def main(argv=None):
       __doc__.split('\n')[0], '200mbit, lenet, 2 workers, 1 and 2 PS, both '
       'twins, 2 rounds of few steps (a check, 10-15 minutes)', argv)
   plan = QUICK if args.quick else FULL
+  if subset is not None:
+    try:
+      plan = subset_plan(plan, subset)
+    except SubsetError as e:
+      sys.stderr.write('run_network_benchmarks.py: %s\n' % e)
+      return 2
+  if rounds:
+    plan = dict(plan, rounds=int(rounds))
   if show_plan:
     return print_plan(plan)
   from variable_mgr.benchmark.cluster import netns  # pylint: disable=g-import-not-at-top
@@ -228,15 +257,13 @@ def main(argv=None):
   del given  # The command as typed, this script's own flags too.
   command = report.command_line('run_network_benchmarks.py', [
       a for a in as_given if a != '--from_json' and a != from_json])
-  if args.quick:
-    output = args.output or os.path.join(results_dir,
-                                         'NETWORK_RESULTS_quick.md')
-  else:
-    output = args.output or os.path.join(results_dir, 'NETWORK_RESULTS.md')
+  output = args.output or os.path.join(results_dir, results_name(
+      subset, args.quick))
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   def write(results, final=True):
-    title = 'Network benchmark' + (' (a check)' if args.quick else '')
+    title = 'Network benchmark' + (' (a check)' if args.quick else '') + (
+        ', subset %s' % subset if subset else '')
     if not from_json:
       elapsed = time.time() - start
       results['written'] = dict(
@@ -256,7 +283,7 @@ def main(argv=None):
       return lines
 
     report.write(output, run['header'] + [''] + lines_of()[2:])
-    if final and not args.quick and not args.output:
+    if final and not args.quick and not args.output and not subset:
       import run_benchmarks  # pylint: disable=g-import-not-at-top
       run_benchmarks.write_section(
           os.path.join(results_dir, 'RESULTS.md'),
@@ -284,6 +311,13 @@ def main(argv=None):
                           on_round=lambda r: write(r, final=False))
   write(results)
   return 0
+
+
+def results_name(subset, quick):
+  """The results file's name: NETWORK_RESULTS.md, or a subset's own
+  (NETWORK_ALLREDUCE_RESULTS.md), `_quick` before `.md` for --quick."""
+  name = 'NETWORK_%sRESULTS' % ('%s_' % subset.upper() if subset else '')
+  return name + ('_quick.md' if quick else '.md')
 
 
 def header_of(path):
