@@ -188,3 +188,25 @@ def test_allreduce_rows_from_raw_runs(plan):
   assert second[5] == 'not measured' and second[10] == ''
   assert second[8] == 'PS 0 3.00 / 3.00'
   assert allreduce.ring_bytes(LENET, 4) == pytest.approx(1.5 * total)
+
+
+def test_the_goal_layouts_bullet_of_distributed_all_reduce(plan):
+  table = importlib.import_module('benchmarks.network.table')
+  goals = importlib.import_module('benchmarks.network.goals')
+  dar = goals.goal_cell(plan.DAR)
+  assert dar == plan.Cell(plan.MBIT, 'lenet', 2, 0, plan.DAR)
+  runs = [_run(dar, 0, 0.40, sent=[6.7e6, 6.6e6, 1000.0]),
+          _run(dar._replace(rate=None), 0, 0.05)]
+  results = {'plan': [plan.key(dar)], 'runs': runs,
+             'sizes': {'lenet': LENET}}
+  bullets = [b for b in goals.cause_bullets(table.Table(results),
+                                            results['sizes'])
+             if plan.DAR in b]
+  ring = sum(LENET) * 8 / 192e6
+  assert bullets == [
+      '- **%s** (one graph run by a controller host: 400 ms against the '
+      'ring bound %.0f ms, %.2fx; ring + its c0 of 50 ms: %.2fx): worker '
+      '0\'s link carries 6.70 / 6.70 MB a step each way, the controller\'s '
+      '1.0 / 1.0 kB; beside collective_all_reduce with one and two towers a '
+      'worker: the all-reduce table of the results file.' % (
+          plan.DAR, 1000 * ring, 0.4 / ring, 0.4 / (ring + 0.05))]
