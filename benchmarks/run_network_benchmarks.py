@@ -5,6 +5,9 @@
     python benchmarks/run_network_benchmarks.py --quick    # a check
     python benchmarks/run_network_benchmarks.py --plan     # its cells, timed
     python benchmarks/run_network_benchmarks.py --stop_by 18:00
+    python benchmarks/run_network_benchmarks.py --subset allreduce \
+        --rounds 3                       # distributed_all_reduce and
+                                         # collective_all_reduce alone
     python /tmp/clone/benchmarks/run_network_benchmarks.py \
         --results_dir benchmarks         # a clean clone measured, the
                                          # results written here
@@ -13,7 +16,9 @@ Every cell is a cluster of the benchmark's own runner on the namespace
 network of `--launch_local_cluster --network_rate`
 (`variable_mgr.benchmark.cluster.netns`): each task a network namespace of
 its own, its link shaped to the rate both ways, one tower (one virtual CPU)
-a worker, batch 8 a tower. Beside them, on the same kind of network with
+a worker unless a cell says two, batch 8 a tower; under
+distributed_all_reduce the controller that runs the one graph is a host of
+its own too. Beside them, on the same kind of network with
 the same model, batch and learning rate, tf.distribute's twins
 (`network_twins.py`, TensorFlow 2): MultiWorkerMirroredStrategy (ring
 collectives, a custom loop in tf.function) against collective_all_reduce,
@@ -36,9 +41,10 @@ the start of that round. The results files are written after every round;
 round's pace says would end after that time, and the results name what was
 cut.
 
-The full plan (44 cells, 2 rounds; `--plan` estimates 31 minutes, the
-machine's load makes it 25-50: 25 minutes on 2026-12-01; the goal's cells
-come last in it, first in round 2):
+The full plan (63 cells, 2 rounds; `--plan` estimates 41 minutes, the
+machine's load makes it 1-1.5x that: the 44 cells before issue 26's took
+25 minutes on 2026-12-01; the goal's cells come last in it, first in
+round 2):
 
 - lenet (6.65 MB of float32 variables) at 200mbit, 2 workers (the goals'
   layout): every strategy and both twins with 1 PS; the four PS strategies
@@ -53,6 +59,19 @@ come last in it, first in round 2):
 - lenet at 1gbit, 2 workers: every strategy and both twins with 1 PS, the
   plain and staged PS partitioned over 2; at 1gbit, 4 workers: the plain
   and staged PS, collective_all_reduce and MultiWorkerMirroredStrategy, 1 PS;
+- distributed_all_reduce (issue 26; no PS task, a controller host) beside
+  collective_all_reduce (1 PS: the runner's global step and queues): with
+  `--all_reduce_spec=xring` one tower a worker at 200mbit and 1gbit, 2 and
+  4 workers (the other layouts hold it but at 1gbit, 4 workers, which is
+  added); with 2 towers a worker `pscpu/xring` (pscpu within a worker,
+  memory copies between its virtual CPUs; across workers the same xring
+  as one tower a worker, so each host's link carries the ring's
+  2(W-1)/W x B: a one-stage xring over every tower would carry
+  2(2W-1)/(2W) x B) and collective_all_reduce with 2 towers a worker, at
+  200mbit and 1gbit, 2 and 4 workers; and each of the four on unshaped
+  links, 2 and 4 workers (c0). `--subset allreduce` runs these cells and
+  the collective_all_reduce cells of lenet alone (24 cells; `--plan
+  --subset allreduce` estimates 13 minutes for 2 rounds);
 - lenet on unshaped links (the same veth pairs and bridge, no tbf), 2
   workers: staged and asynchronous parameter_server and
   collective_all_reduce with 1 PS, the plain, staged and asynchronous PS
@@ -107,7 +126,9 @@ single-stream TCP goodput in that round (not its nominal rate):
   duplex), a synchronous step that pulls then pushes 2 x W x B_ps / R;
   asynchronous parameter_server (and the ParameterServerStrategy twin)
   W x B_ps / R a worker's step; a ring all-reduce (collective_all_reduce,
-  the MultiWorkerMirroredStrategy twin) 2 (W-1)/W x B / R.
+  the MultiWorkerMirroredStrategy twin, distributed_all_reduce's xring and
+  its pscpu/xring's stage across workers) 2 (W-1)/W x B / R, whatever the
+  towers a worker.
 - what those leave out: every worker's own link carries all of B each way
   a step: at least 2 x B / R for a step that pulls then pushes (synchronous
   or asynchronous), B / R for a staged one, whatever the PS count; a
@@ -124,8 +145,14 @@ single-stream TCP goodput in that round (not its nominal rate):
   max(W x B_ps / R, 2 x B / R), staged max(W x B_ps / R, B / R) + c0 of
   the 2-PS cell) over the 1-PS step measured in the same round.
 - bytes actually sent: each host's link counters (its bridge port's, all
-  IP/TCP/gRPC framing included) over the timed steps (worker 0's first
-  timed step to the first worker's closing line), scaled to a step; the
+  IP/TCP/gRPC framing included) over the timed steps (worker 0's, or the
+  controller's, first timed step to the first closing line), scaled to a
+  step; distributed_all_reduce's controller link carries the session's
+  step calls to worker 0 (the master) and their replies, and the
+  liveness probes; in ring cells the counters are also sampled every 5 ms
+  through the steps: the time a step each worker link carries more than
+  half the nominal rate out, in, and either way (a ring at full duplex
+  sends and receives at once); the
   asynchronous workers' phase: how far apart, as a fraction of a step,
   their step ends fall (0 in phase, 0.5 alternating); and the queueing
   delay of a busy link: a TCP connect's time idle and behind a full
@@ -140,11 +167,16 @@ theirs; with 2 PS tasks and partitioning every PS-type strategy at most
 other side of the goal.
 
 `--quick` (200mbit, lenet, 2 workers: 1 PS with both twins and the
-diagnostic, 2 PS partitioned, five unshaped cells; 2 rounds of 4 timed
-steps; 10-15 minutes) writes `benchmarks/NETWORK_RESULTS_quick.md`;
-the full run writes `benchmarks/NETWORK_RESULTS.md` and the `network
-goals` section of `benchmarks/RESULTS.md` (run_benchmarks.py keeps it);
-`--output` writes the whole file elsewhere and RESULTS.md not at all.
+diagnostic, distributed_all_reduce and 2-tower cells, 2 PS partitioned,
+six unshaped cells; 2 rounds of 4 timed steps; 10-15 minutes) writes
+`benchmarks/NETWORK_RESULTS_quick.md`; the full run writes
+`benchmarks/NETWORK_RESULTS.md` and the `network goals` section of
+`benchmarks/RESULTS.md` (run_benchmarks.py keeps it); `--output` writes
+the whole file elsewhere and RESULTS.md not at all. `--subset NAME` runs
+only the plan's cells of that subset (`allreduce`) and writes
+`benchmarks/NETWORK_<NAME>_RESULTS.md` (`_quick` with `--quick`), naming
+the commit measured and the subset, and leaves NETWORK_RESULTS.md and
+RESULTS.md alone; `--rounds N` runs N rounds instead of the plan's 2.
 """
 
 import calendar
@@ -163,7 +195,9 @@ for _path in (HERE, ROOT):
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from benchmarks.network.plan import FULL
 from benchmarks.network.plan import QUICK
+from benchmarks.network.plan import SubsetError
 from benchmarks.network.plan import describe
+from benchmarks.network.plan import subset_plan
 from benchmarks.network.runs import measure_all
 from benchmarks.network.runs import task_main
 from benchmarks.network.runs import workload_shapes
@@ -206,6 +240,25 @@ def main(argv=None):
     i = argv.index('--results_dir')
     results_dir = os.path.abspath(argv[i + 1])
     del argv[i:i + 2]
+  subset = None
+  if '--subset' in argv:
+    # Only the cells of a named subset of the plan (SUBSETS), in their own
+    # results file; NETWORK_RESULTS.md and RESULTS.md are left alone.
+    i = argv.index('--subset')
+    subset = argv[i + 1] if i + 1 < len(argv) else ''
+    del argv[i:i + 2]
+  rounds = None
+  if '--rounds' in argv:
+    # More (or fewer) rounds than the plan's, e.g. for a subset that the
+    # time allows to repeat.
+    i = argv.index('--rounds')
+    rounds = argv[i + 1] if i + 1 < len(argv) else ''
+    del argv[i:i + 2]
+    if not rounds.isdigit() or int(rounds) < 1:
+      sys.stderr.write('run_network_benchmarks.py: --rounds %s: the number '
+                       'of rounds is a whole number of at least 1; pass e.g. '
+                       '--rounds 3.\n' % rounds)
+      return 2
   show_plan = '--plan' in argv
   if show_plan:
     argv.remove('--plan')
@@ -213,6 +266,14 @@ def main(argv=None):
       __doc__.split('\n')[0], '200mbit, lenet, 2 workers, 1 and 2 PS, both '
       'twins, 2 rounds of few steps (a check, 10-15 minutes)', argv)
   plan = QUICK if args.quick else FULL
+  if subset is not None:
+    try:
+      plan = subset_plan(plan, subset)
+    except SubsetError as e:
+      sys.stderr.write('run_network_benchmarks.py: %s\n' % e)
+      return 2
+  if rounds:
+    plan = dict(plan, rounds=int(rounds))
   if show_plan:
     return print_plan(plan)
   from variable_mgr.benchmark.cluster import netns  # pylint: disable=g-import-not-at-top
@@ -228,15 +289,13 @@ def main(argv=None):
   del given  # The command as typed, this script's own flags too.
   command = report.command_line('run_network_benchmarks.py', [
       a for a in as_given if a != '--from_json' and a != from_json])
-  if args.quick:
-    output = args.output or os.path.join(results_dir,
-                                         'NETWORK_RESULTS_quick.md')
-  else:
-    output = args.output or os.path.join(results_dir, 'NETWORK_RESULTS.md')
+  output = args.output or os.path.join(results_dir, results_name(
+      subset, args.quick))
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   def write(results, final=True):
-    title = 'Network benchmark' + (' (a check)' if args.quick else '')
+    title = 'Network benchmark' + (' (a check)' if args.quick else '') + (
+        ', subset %s' % subset if subset else '')
     if not from_json:
       elapsed = time.time() - start
       results['written'] = dict(
@@ -256,7 +315,7 @@ def main(argv=None):
       return lines
 
     report.write(output, run['header'] + [''] + lines_of()[2:])
-    if final and not args.quick and not args.output:
+    if final and not args.quick and not args.output and not subset:
       import run_benchmarks  # pylint: disable=g-import-not-at-top
       run_benchmarks.write_section(
           os.path.join(results_dir, 'RESULTS.md'),
@@ -284,6 +343,13 @@ def main(argv=None):
                           on_round=lambda r: write(r, final=False))
   write(results)
   return 0
+
+
+def results_name(subset, quick):
+  """The results file's name: NETWORK_RESULTS.md, or a subset's own
+  (NETWORK_ALLREDUCE_RESULTS.md), `_quick` before `.md` for --quick."""
+  name = 'NETWORK_%sRESULTS' % ('%s_' % subset.upper() if subset else '')
+  return name + ('_quick.md' if quick else '.md')
 
 
 def header_of(path):

@@ -2,14 +2,17 @@
 its command line; its docstring defines every bound, goal and what the plan
 leaves out):
 
-- `plan`: the strategies and their kinds of bound, a cell, the plans, the
-  goals, the order of a round and a cell's steps;
+- `plan`: the strategies and their kinds of bound, a cell, the plans and
+  their named subsets, the goals, the order of a round and a cell's steps;
 - `transfer`: the variables' bytes, the PS placement model, the bounds and
   floors, a cell's estimated time (pure);
-- `links`: the goodput, queueing delay and byte counters of the links;
+- `links`: the goodput, queueing delay and byte counters of the links, and
+  the time a link carries data (its counters sampled through the steps);
 - `runs`: a cluster task, a cell's cluster on a fresh network, the rounds;
 - `table`: a result's runs by cell and the figures read off them;
 - `goals`: the goals' rows and their causes;
+- `allreduce`: distributed_all_reduce beside collective_all_reduce
+  against the ring bound (issue 26);
 - `text`: the tables and the results' text.
 
 The modules import `run_benchmarks` from `benchmarks/`, which the script
@@ -34,6 +37,7 @@ from .plan import describe
 from .plan import full_cells
 from .plan import quick_cells
 from .plan import round_order
+from .plan import subset_plan
 from .runs import measure_all
 from .table import Table
 from .table import ms_spread
@@ -65,6 +69,7 @@ __all__ = [
     'full_cells',
     'quick_cells',
     'round_order',
+    'subset_plan',
     'measure_all',
     'Table',
     'ms_spread',

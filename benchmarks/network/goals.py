@@ -3,6 +3,7 @@
 from variable_mgr.benchmark import report
 
 from .plan import BOUND_NAMES
+from .plan import DAR
 from .plan import Cell
 from .plan import GOALS
 from .plan import GOAL_RATE
@@ -136,6 +137,24 @@ def cause_bullets(t, sizes):
                'the step is %.2fx of that.' % (
                    ms(c), ms(bound + c), step / (bound + c)))
     bullets.append(text)
+
+  dar = goal_cell(DAR)
+  step, bound, c = med(dar), median_bound(t, dar, 'ring', sizes), c0(dar)
+  sent = link_mb(t, dar, 0)
+  controller = link_mb(t, dar, dar.workers)
+  if step and bound:
+    text = ('- **%s** (one graph run by a controller host: %s against the '
+            'ring bound %s, %.2fx' % (DAR, ms(step), ms(bound), step / bound))
+    if c:
+      text += '; ring + its c0 of %s: %.2fx' % (ms(c), step / (bound + c))
+    text += ('): worker 0\'s link carries %s a step each way' % (
+        '%.2f / %.2f MB' % sent if sent else 'not counted'))
+    if controller:
+      text += ', the controller\'s %.1f / %.1f kB' % (
+          1000 * controller[0], 1000 * controller[1])
+    bullets.append(text + '; beside collective_all_reduce with one and two '
+                   'towers a worker: the all-reduce table of the results '
+                   'file.')
 
   asy = goal_cell('asynchronous parameter_server')
   step, c = med(asy), c0(asy)

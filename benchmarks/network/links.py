@@ -100,3 +100,87 @@ def port_bytes(network):
   except (ValueError, KeyError):
     return {}
   return counters
+
+
+# Reads every bridge port's byte counters each `interval` seconds (sysfs
+# of the switch namespace: `ip netns exec` mounts the namespace's own)
+# and prints `time rx tx rx tx ...` a line.
+_SAMPLER = r'''
+import os, sys, time
+interval = float(sys.argv[1])
+fds = []
+for port in sys.argv[2:]:
+  for way in ('rx', 'tx'):
+    fds.append(os.open('/sys/class/net/%s/statistics/%s_bytes' % (port, way),
+                       os.O_RDONLY))
+while True:
+  values = [os.pread(fd, 32, 0).strip().decode() for fd in fds]
+  sys.stdout.write('%.6f %s\n' % (time.time(), ' '.join(values)))
+  sys.stdout.flush()
+  time.sleep(interval)
+'''
+
+SAMPLE_SECS = 0.005
+
+
+class LinkSampler(object):
+  """The bridge ports' counters every SAMPLE_SECS while a cell runs, to
+  tell the part of a step a link carries data from the part it idles
+  (`busy_seconds`)."""
+
+  def __init__(self, network, path):
+    self.network = network
+    self.path = path
+    self.process = None
+
+  def start(self):
+    import subprocess  # pylint: disable=g-import-not-at-top
+    ports = [h.port_name for h in self.network.hosts]
+    with open(self.path, 'w') as out:
+      self.process = subprocess.Popen(
+          ['ip', 'netns', 'exec', self.network.switch, sys.executable, '-c',
+           _SAMPLER, str(SAMPLE_SECS)] + ports, stdout=out,
+          stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+
+  def stop(self):
+    if self.process is not None and self.process.poll() is None:
+      self.process.kill()
+    if self.process is not None:
+      self.process.wait()
+
+  def samples(self):
+    """[(time, {host index: (sent, received)})] as sampled."""
+    hosts = [h.index for h in self.network.hosts]
+    found = []
+    with open(self.path) as f:
+      for line in f:
+        parts = line.split()
+        if len(parts) != 1 + 2 * len(hosts):
+          continue
+        values = [int(x) for x in parts[1:]]
+        # The bridge port receives what the host sends.
+        found.append((float(parts[0]), {
+            h: (values[2 * i], values[2 * i + 1])
+            for i, h in enumerate(hosts)}))
+    return found
+
+
+def busy_seconds(samples, t0, t1, bytes_per_sec):
+  """{host: (sent, received, either)}: the seconds within [t0, t1] in which
+  the host's link carried more than `bytes_per_sec` out, in, or either way
+  (each interval between two samples counted whole by its mean rate)."""
+  busy = {}
+  inside = [s for s in samples if t0 <= s[0] <= t1]
+  for (ta, a), (tb, b) in zip(inside, inside[1:]):
+    dt = tb - ta
+    if dt <= 0:
+      continue
+    for host in a:
+      if host not in b:
+        continue
+      out = (b[host][0] - a[host][0]) / dt > bytes_per_sec
+      into = (b[host][1] - a[host][1]) / dt > bytes_per_sec
+      sent, received, either = busy.get(host, (0.0, 0.0, 0.0))
+      busy[host] = (sent + dt * out, received + dt * into,
+                    either + dt * (out or into))
+  return busy

@@ -9,6 +9,19 @@ from variable_mgr.benchmark import measure
 
 BATCH = 8
 
+# In-graph replication: a controller task (a host of its own on the
+# network) runs one graph over every worker's towers.
+DAR = 'distributed_all_reduce (xring)'
+# With 2 towers a worker, a two-stage spec: pscpu sums each tensor on the
+# worker's CPU 0 (memory copies between its virtual CPUs, no network),
+# then the same xring as the one-tower cells runs across one tower a
+# worker, so that each host's link carries the ring's 2(W-1)/W x B and the
+# 1- and 2-tower cells differ by the inner stage alone. A one-stage xring
+# over all 2W towers would cross each host's link with 2(2W-1)/(2W) x B
+# each way (1.5 x B at 2 workers).
+TWO_STAGE_SPEC = 'pscpu/xring'
+DAR_TWO_STAGE = 'distributed_all_reduce (%s)' % TWO_STAGE_SPEC
+
 # label: (flags or the twin's name, kind of bound).
 STRATEGIES = collections.OrderedDict([
     ('parameter_server', (['--variable_update', 'parameter_server'],
@@ -23,6 +36,8 @@ STRATEGIES = collections.OrderedDict([
                                        'async_ps')),
     ('collective_all_reduce', (['--variable_update', 'collective_all_reduce'],
                                'ring')),
+    (DAR, (['--variable_update', 'distributed_all_reduce',
+            '--all_reduce_spec', 'xring'], 'ring')),
     ('MultiWorkerMirroredStrategy', ('mwms', 'ring')),
     ('ParameterServerStrategy (v1, graph)', ('pss', 'async_ps')),
 ])
@@ -34,6 +49,19 @@ DIAGNOSTICS = collections.OrderedDict([
     (NO_PROBE, (STRATEGIES['asynchronous parameter_server'][0],
                 'async_ps')),
 ])
+# Two towers (virtual CPUs) a worker, batch BATCH each.
+TWO_TOWERS = ', 2 towers a worker'
+TOWERED = collections.OrderedDict([
+    ('collective_all_reduce' + TWO_TOWERS, (
+        STRATEGIES['collective_all_reduce'][0], 'ring')),
+    (DAR_TWO_STAGE + TWO_TOWERS, (
+        ['--variable_update', 'distributed_all_reduce', '--all_reduce_spec',
+         TWO_STAGE_SPEC], 'ring')),
+])
+# Every label: its flags and kind of bound.
+LABELS = collections.OrderedDict(
+    list(STRATEGIES.items()) + list(DIAGNOSTICS.items()) +
+    list(TOWERED.items()))
 TWINS = collections.OrderedDict([
     ('MultiWorkerMirroredStrategy', 'collective_all_reduce'),
     ('ParameterServerStrategy (v1, graph)', 'asynchronous parameter_server'),
@@ -52,14 +80,29 @@ def base(strategy):
 
 
 def kind(strategy):
-  return dict(STRATEGIES, **DIAGNOSTICS)[base(strategy)][1]
+  return LABELS[base(strategy)][1]
+
+
+def towers(strategy):
+  """Towers (virtual CPUs, batch BATCH each) a worker of `strategy`."""
+  return 2 if strategy.endswith(TWO_TOWERS) else 1
+
+
+def has_controller(strategy):
+  """Whether `strategy`'s cluster has a controller task (a host of its
+  own, after the workers) that runs the one graph."""
+  return base(strategy).startswith('distributed_all_reduce')
 
 
 def num_ps_of(strategy, num_ps):
   """MultiWorkerMirroredStrategy and collective_all_reduce run no PS task
   of their own; collective_all_reduce still gets one (the benchmark's
-  cluster keeps its global step and queues on PS 0)."""
-  return 0 if strategy == 'MultiWorkerMirroredStrategy' else num_ps
+  cluster keeps its global step and queues on PS 0); distributed_all_reduce
+  has none (its global step is on worker 0's CPU, its controller is no PS
+  task)."""
+  if strategy == 'MultiWorkerMirroredStrategy' or has_controller(strategy):
+    return 0
+  return num_ps
 
 
 def layout(rate, workload, workers, num_ps, strategies):
@@ -90,6 +133,7 @@ def full_cells():
   cells += layout(GBIT, 'lenet', 2, 2, [
       s + PARTITIONED for s in ('parameter_server',
                                 'staged parameter_server')])
+  cells += allreduce_cells()
   cells += layout(MBIT, 'lenet', 4, 1, [
       s for s in STRATEGIES if s not in ('distributed_replicated', PSS)])
   cells += layout(MBIT, 'lenet', 4, 2, [
@@ -105,14 +149,30 @@ def full_cells():
   return cells
 
 
+def allreduce_cells():
+  """distributed_all_reduce beside collective_all_reduce where the other
+  layouts of the full plan do not already hold them: at 1gbit, 4 workers
+  with one tower a worker; with 2 towers a worker at 200mbit and 1gbit,
+  2 and 4 workers; and their c0 on unshaped links, 2 and 4 workers."""
+  cells = layout(GBIT, 'lenet', 4, 1, [DAR])
+  for rate in (MBIT, GBIT):
+    for workers in (2, 4):
+      cells += layout(rate, 'lenet', workers, 1, TOWERED)
+  cells += layout(None, 'lenet', 2, 1, [DAR] + list(TOWERED))
+  cells += layout(None, 'lenet', 4, 1, ['collective_all_reduce', DAR] +
+                  list(TOWERED))
+  return cells
+
+
 def quick_cells():
   cells = layout(MBIT, 'lenet', 2, 1, STRATEGIES)
+  cells += layout(MBIT, 'lenet', 2, 1, TOWERED)
   cells += layout(MBIT, 'lenet', 2, 2, [s + PARTITIONED
                                          for s in PS_STRATEGIES])
   cells += layout(MBIT, 'lenet', 2, 1, [NO_PROBE])
   cells += layout(None, 'lenet', 2, 1, ['staged parameter_server',
                                         'asynchronous parameter_server',
-                                        'collective_all_reduce'])
+                                        'collective_all_reduce', DAR])
   cells += layout(None, 'lenet', 2, 2, ['parameter_server' + PARTITIONED,
                                         'staged parameter_server' +
                                         PARTITIONED])
@@ -126,6 +186,41 @@ FULL = dict(name='full', cells=full_cells, rounds=2,
 QUICK = dict(name='quick', cells=quick_cells, rounds=2,
              steps={'lenet': 4}, async_steps={'lenet': 8},
              warmup={'lenet': 1})
+
+
+
+class SubsetError(ValueError):
+  """--subset names no subset of the plan."""
+
+
+# name: (what it holds, whether a cell of the plan is in it).
+SUBSETS = collections.OrderedDict([
+    ('allreduce', (
+        'distributed_all_reduce and collective_all_reduce, one and two '
+        'towers a worker, lenet, shaped and unshaped',
+        lambda cell: cell.workload == 'lenet' and base(cell.strategy) in (
+            ['collective_all_reduce', DAR] + list(TOWERED)))),
+])
+
+
+def subset_plan(plan, name):
+  """`plan` with only the cells of subset `name` (SUBSETS), in the plan's
+  order; its rounds, steps and order rules unchanged.
+
+  Raises:
+    SubsetError: `name` is not a subset's name.
+  """
+  if name not in SUBSETS:
+    raise SubsetError(
+        '--subset %s: no such subset of the plan; the subsets are %s (%s); '
+        'pass one of them, or no --subset for every cell.' % (
+            name, ', '.join(SUBSETS), '; '.join(
+                '%s: %s' % (n, d) for n, (d, _) in SUBSETS.items())))
+  every = plan['cells']
+  keep = SUBSETS[name][1]
+  return dict(plan, name='%s, subset %s' % (plan['name'], name),
+              subset=name, cells=lambda: [c for c in every() if keep(c)])
+
 
 GOAL_RATE, GOAL_WORKLOAD, GOAL_WORKERS = MBIT, 'lenet', 2
 GOALS = (
@@ -174,7 +269,9 @@ def cell_warmup(plan, cell):
 
 
 def task_count(cell):
-  return cell.num_ps + cell.workers
+  """Hosts of the cell's network: PS tasks, workers, the controller."""
+  return cell.num_ps + cell.workers + (1 if has_controller(cell.strategy)
+                                       else 0)
 
 
 def describe(cell):

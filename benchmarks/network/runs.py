@@ -10,26 +10,29 @@ import sys
 import tempfile
 import time
 
+from .links import LinkSampler
+from .links import busy_seconds
 from .links import measure_goodput
 from .links import port_bytes
 from .links import queue_delay
 from .plan import BATCH
-from .plan import DIAGNOSTICS
+from .plan import LABELS
 from .plan import NO_PROBE
 from .plan import NO_PROBE_FLAG
 from .plan import NO_PROBE_SECS
 from .plan import PARTITIONED
 from .plan import PARTITION_MIN_BYTES
-from .plan import STRATEGIES
 from .plan import TWINS
 from .plan import base
 from .plan import cell_steps
 from .plan import cell_warmup
 from .plan import describe
+from .plan import has_controller
 from .plan import key
 from .plan import kind
 from .plan import round_order
 from .plan import task_count
+from .plan import towers
 from .transfer import bounds
 from .transfer import estimate_cell_secs
 from .transfer import ps_loads
@@ -68,7 +71,7 @@ def task_main(argv):
 
 
 def cell_flags(cell, steps, warmup, op_timeout):
-  what = dict(STRATEGIES, **DIAGNOSTICS)[base(cell.strategy)][0]
+  what = LABELS[base(cell.strategy)][0]
   if cell.strategy in TWINS:
     return [sys.executable, TWINS_SCRIPT, what], [
         '--model', cell.workload, '--batch_size', str(BATCH),
@@ -78,7 +81,8 @@ def cell_flags(cell, steps, warmup, op_timeout):
   if cell.strategy.endswith(PARTITIONED):
     flags += ['--variable_partition_min_bytes', str(PARTITION_MIN_BYTES)]
   flags += [
-      '--model', cell.workload, '--data_name', 'small', '--num_gpus', '1',
+      '--model', cell.workload, '--data_name', 'small',
+      '--num_gpus', str(towers(cell.strategy)),
       '--device', 'cpu',
       '--batch_size', str(BATCH), '--num_batches', str(steps),
       '--num_warmup_batches', str(warmup), '--display_every',
@@ -102,35 +106,49 @@ def run_cell(cell, steps, warmup, op_timeout, shapes_file, log):
   marks = {}
   ends = collections.defaultdict(list)
   network = netns.Network(task_count(cell), cell.rate)
+  controller = has_controller(cell.strategy)
+  # The task that times the steps: worker 0, or the controller that runs
+  # the one graph.
+  timer = '[controller] ' if controller else '[worker:0] '
 
   class _Out(object):
-    """The cluster's lines; the link counters at worker 0's first timed
-    step and at the first worker's closing line."""
+    """The cluster's lines; the link counters at the timing task's first
+    timed step and at the first closing line."""
 
     def write(self, text):
       lines.append(text)
       match = _STEP_LINE.match(text)
       if match:
         ends[match.group(1)].append(time.time())
-      if 'start' not in marks and text.startswith('[worker:0] ') and (
+      if 'start' not in marks and text.startswith(timer) and (
           'Step\tImg/sec' in text or 'Done warm up' in text):
         marks['start'] = (time.time(), port_bytes(network))
       elif ('end' not in marks and 'start' in marks and
-            text.startswith('[worker:') and 'total images/sec' in text):
+            text.startswith(('[worker:', '[controller] ')) and
+            'total images/sec' in text):
         marks['end'] = (time.time(), port_bytes(network))
 
     def flush(self):
       pass
 
   cluster = None
+  # Ring cells: the links' counters sampled through the steps (a small
+  # process of the switch namespace), to split a step into the time the
+  # links carry data and the time they idle.
+  sampler = None
+  if kind(cell.strategy) == 'ring' and cell.rate:
+    sampler = LinkSampler(network, os.path.join(output_dir, 'links.txt'))
+  busy = None
   start = time.time()
   try:
     network.create()
+    if sampler is not None:
+      sampler.start()
     if shapes_file:
       os.environ[SHAPES_ENV] = shapes_file
     cluster = launcher.LocalCluster(
         cell.num_ps, cell.workers, flags, output_dir, op_timeout, _Out(),
-        network, task_command=command)
+        network, task_command=command, controller=controller)
     cluster.start()
     failed = cluster.wait()
     if failed is not None:
@@ -141,24 +159,41 @@ def run_cell(cell, steps, warmup, op_timeout, shapes_file, log):
           failed.name, launcher.describe_status(failed.status),
           ' | '.join(tail)[-400:])}
     results = cluster.worker_results()
+    if sampler is not None and 'start' in marks and 'end' in marks:
+      sampler.stop()
+      # Busy: above half the nominal rate (a tbf link's goodput is 0.96 of
+      # it); the intervals of a few ms count whole.
+      busy = busy_seconds(sampler.samples(), marks['start'][0],
+                          marks['end'][0], cell.rate / 8.0 / 2)
   finally:
+    if sampler is not None:
+      sampler.stop()
     if cluster is not None:
       cluster.stop()
     network.remove()
     os.environ.pop(SHAPES_ENV, None)
     shutil.rmtree(output_dir, ignore_errors=True)
-  step_secs = [BATCH / r['images_per_sec'] for r in results]
+  step_secs = [images_a_step(cell) / r['images_per_sec'] for r in results]
   run = {'step_secs': step_secs, 'wall': time.time() - start}
   if 'start' in marks and 'end' in marks:
     (t0, a), (t1, b) = marks['start'], marks['end']
     run['window'] = t1 - t0
     run['links'] = {str(i): [b[i][0] - a[i][0], b[i][1] - a[i][1]]
                     for i in a if i in b}
+  if busy:
+    run['busy'] = {str(i): list(v) for i, v in busy.items()}
   if kind(cell.strategy) == 'async_ps':
     run['step_ends'] = dict(ends)
   log('%s: %.0f ms a step (%.0f s)' % (
       describe(cell), 1000 * sum(step_secs) / len(step_secs), run['wall']))
   return run
+
+
+def images_a_step(cell):
+  """The images of one step of a task's results: a worker's towers', or
+  (a controller's one graph) every worker's."""
+  images = BATCH * towers(cell.strategy)
+  return images * cell.workers if has_controller(cell.strategy) else images
 
 
 # A timed step's progress line, as the launcher echoes it.

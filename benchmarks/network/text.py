@@ -6,6 +6,7 @@ import statistics
 
 from variable_mgr.benchmark import report
 
+from .allreduce import allreduce_lines
 from .goals import cause_bullets
 from .goals import cause_lines
 from .goals import goal_lines
@@ -15,6 +16,7 @@ from .plan import Cell
 from .plan import TWINS
 from .plan import UNSHAPED_STEPS
 from .plan import UNSHAPED_WARMUP
+from .plan import has_controller
 from .plan import kind
 from .table import Table
 from .table import link_mb
@@ -64,7 +66,10 @@ def cell_rows(t, sizes):
       cols.append('%s: %s' % (ms(statistics.median(b)), x_spread(values))
                   if b and values else (ms(statistics.median(b)) if b else ''))
     hosts = []
-    for host, name in ((0, 'PS 0'), (cell.num_ps, 'worker 0')):
+    named = [(0, 'PS 0'), (cell.num_ps, 'worker 0')]
+    if has_controller(cell.strategy):
+      named.append((cell.num_ps + cell.workers, 'controller'))
+    for host, name in named:
       if host == cell.num_ps and name == 'PS 0':
         continue
       mb = link_mb(t, cell, host)
@@ -124,8 +129,9 @@ def rounds_done(results):
 def method_lines(results, plan):
   return [
       '- every task a network namespace on one bridge, its link shaped both '
-      'ways with `tc tbf` (or unshaped); one tower (a virtual CPU) a worker, '
-      'batch %d; every host shares this machine\'s 2 processors, and other '
+      'ways with `tc tbf` (or unshaped); one tower (a virtual CPU) a worker '
+      '(two where a cell says so), batch %d a tower; distributed_all_reduce\'s '
+      'controller a host of its own on the bridge; every host shares this machine\'s 2 processors, and other '
       'jobs (other test runs) used the same processors during the run' %
       BATCH,
       '- %d of %d rounds; each cell a fresh network and cluster a round, '
@@ -147,9 +153,50 @@ def method_lines(results, plan):
   ] + ['- cut: %s' % c for c in results['cut']]
 
 
+def every_cell_lines(t, sizes):
+  """The table of every cell, with how to read it."""
+  lines = ['', '### Every cell', '',
+           'Step: median over the rounds (range), then each round\'s; each '
+           'bound is the median over the rounds of its value, then the step '
+           'over it (median, range). The bytes are the link counters\' (a '
+           'bound assumes B each way a worker: a model whose gradients '
+           'travel smaller, or whose variables are read where they live, '
+           'comes in under it).', '']
+  lines += report.table(
+      ['rate', 'model', 'W', 'PS', 'strategy', 'step', 'rounds',
+       'W x B_ps / R', '2 x W x B_ps / R', '2(W-1)/W x B / R',
+       'MB a step sent / received (last round)'],
+      cell_rows(t, sizes), 'lllrlllllll')
+  return lines
+
+
+def subset_lines(results, plan, source, command, elapsed):
+  """The lines of a run of a subset of the plan (`plan['subset']`)."""
+  t = Table(results)
+  sizes = results['sizes']
+  lines = ['## distributed_all_reduce beside collective_all_reduce (issue '
+           '26): steps on shaped links', '',
+           'Written by `benchmarks/run_network_benchmarks.py --subset %s` '
+           '(its docstring defines the bounds and the plan).' %
+           plan['subset'], '',
+           '- commit measured: %s' % source,
+           '- command: `%s` (%.1f minutes)' % (command, elapsed / 60.0),
+           '- subset: %s, %d of the %s plan\'s cells' % (
+               plan['subset'], len(results['plan']),
+               plan['name'].split(',')[0])]
+  lines += method_lines(results, plan)
+  lines += ['', '### Against the ring bound, beside collective_all_reduce',
+            '']
+  lines += allreduce_lines(t, sizes)
+  lines += every_cell_lines(t, sizes)
+  return lines
+
+
 def section_lines(results, plan, source, command, elapsed, full_file=None):
   """The lines of the results (the whole file's body, or with `full_file`
   the RESULTS.md section that points to it)."""
+  if plan.get('subset'):
+    return subset_lines(results, plan, source, command, elapsed)
   t = Table(results)
   sizes = results['sizes']
   lines = ['## Network goals (issue 16): steps on shaped links', '',
@@ -187,16 +234,8 @@ def section_lines(results, plan, source, command, elapsed, full_file=None):
        'worker 0 sent, MB a step', 'beside', 'step',
        'worker 0 sent, MB a step', 'tf.distribute / ours'],
       twin_rows(t, sizes), 'llllrllrl')
-  lines += ['', '### Every cell', '',
-            'Step: median over the rounds (range), then each round\'s; each '
-            'bound is the median over the rounds of its value, then the step '
-            'over it (median, range). The bytes are the link counters\' (a '
-            'bound assumes B each way a worker: a model whose gradients '
-            'travel smaller, or whose variables are read where they live, '
-            'comes in under it).', '']
-  lines += report.table(
-      ['rate', 'model', 'W', 'PS', 'strategy', 'step', 'rounds',
-       'W x B_ps / R', '2 x W x B_ps / R', '2(W-1)/W x B / R',
-       'MB a step sent / received (last round)'],
-      cell_rows(t, sizes), 'lllrlllllll')
+  lines += ['', '### distributed_all_reduce beside collective_all_reduce',
+            '']
+  lines += allreduce_lines(t, sizes)
+  lines += every_cell_lines(t, sizes)
   return lines
