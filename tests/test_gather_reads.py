@@ -19,7 +19,6 @@ import tensorflow as tf
 import seed_harness
 import test_ordering
 from test_ordering import BATCH, DELAY_SECONDS, LEARNING_RATE, M, N
-from test_ordering import TOLERANCE
 from test_ordering import spare_threads  # pylint: disable=unused-import
 from variable_mgr import ordering
 
@@ -34,12 +33,6 @@ STRATEGIES = ['independent', 'ps_cpu', 'ps_spread', 'replicated',
 def _sleep():
   time.sleep(DELAY_SECONDS)
   return np.float32(0)
-
-
-def _values(run, tower):
-  variables = dict((n.split('/')[-1], v) for n, v in
-                   run.tower_variables(tower).items())
-  return run.sess.run({'w1': variables['w1'], 'w2': variables['w2']})
 
 
 def late_gather_model():
@@ -97,21 +90,10 @@ def test_an_update_waits_for_a_late_gather_of_its_variable(name,
   num_towers = 2
   run = seed_harness.Harness(create_args, host_args, num_towers,
                              late_gather_model, LEARNING_RATE, tf.float32)
-  try:
-    init = _values(run, 0)
-    batches = test_ordering.make_batches(num_towers)
-    expected = reference(init, batches, combine)
-    for step, step_batches in enumerate(batches):
-      run.step(step_batches)
-      towers = range(num_towers) if run.mgr.each_tower_has_variables() else [0]
-      for t in towers:
-        got = _values(run, t)
-        for k in ('w1', 'w2'):
-          np.testing.assert_allclose(
-              got[k], expected[step][t][k], err_msg='%s tower %d step %d' %
-              (k, t, step), **TOLERANCE)
-  finally:
-    run.close()
+  batches = test_ordering.make_batches(num_towers)
+  test_ordering.check_steps_against(
+      run, batches, lambda init: reference(init, batches, combine),
+      num_towers)
 
 
 def test_a_resource_gather_is_a_reader_and_an_update_is_not():

@@ -137,10 +137,30 @@ def _short(name):
   return name.split('/')[-1]
 
 
-def _values(run, tower):
+def tower_values(run, tower):
+  """{'w1', 'w2'}: tower `tower`'s values of the late-read models."""
   variables = dict((_short(n), v) for n, v in
                    run.tower_variables(tower).items())
   return run.sess.run({'w1': variables['w1'], 'w2': variables['w2']})
+
+
+def check_steps_against(run, batches, reference_fn, num_towers):
+  """Runs `batches` one step each and checks every tower's w1 and w2 after
+  each step against `reference_fn(initial values)[step][tower]`; closes
+  the run."""
+  try:
+    expected = reference_fn(tower_values(run, 0))
+    for step, step_batches in enumerate(batches):
+      run.step(step_batches)
+      towers = range(num_towers) if run.mgr.each_tower_has_variables() else [0]
+      for t in towers:
+        got = tower_values(run, t)
+        for k in ('w1', 'w2'):
+          np.testing.assert_allclose(
+              got[k], expected[step][t][k], err_msg='%s tower %d step %d' %
+              (k, t, step), **TOLERANCE)
+  finally:
+    run.close()
 
 
 @pytest.mark.parametrize('name', sorted(STRATEGIES))
@@ -149,21 +169,10 @@ def test_an_update_waits_for_a_late_read_of_its_variable(name, variable_kind):
   num_towers = 2
   run = seed_harness.Harness(create_args, host_args, num_towers,
                              late_read_model, LEARNING_RATE, tf.float32)
-  try:
-    init = _values(run, 0)
-    batches = make_batches(num_towers)
-    expected = reference(init, batches, combine, stale)
-    for step, step_batches in enumerate(batches):
-      run.step(step_batches)
-      towers = range(num_towers) if run.mgr.each_tower_has_variables() else [0]
-      for t in towers:
-        got = _values(run, t)
-        for k in ('w1', 'w2'):
-          np.testing.assert_allclose(
-              got[k], expected[step][t][k], err_msg='%s tower %d step %d' %
-              (k, t, step), **TOLERANCE)
-  finally:
-    run.close()
+  batches = make_batches(num_towers)
+  check_steps_against(
+      run, batches, lambda init: reference(init, batches, combine, stale),
+      num_towers)
 
 
 # -- The graph: what each update depends on ----------------------------------
