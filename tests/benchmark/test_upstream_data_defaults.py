@@ -19,6 +19,7 @@ from variable_mgr.benchmark import cli
 from variable_mgr.benchmark import flags
 from variable_mgr.benchmark import harness
 from variable_mgr.benchmark import models
+from variable_mgr.benchmark import optimizers
 from variable_mgr.benchmark import output
 from variable_mgr.benchmark import run_config
 
@@ -81,8 +82,9 @@ def test_cifar10_without_data_dir_is_synthetic_cifar10():
   assert config.synthetic
   model = harness.model_of(config)
   assert (model.image_shape, model.num_classes) == ((32, 32, 3), 10)
-  # Upstream's ResnetCifar10Model: 128 images a tower at 0.1.
-  assert (config.learning_rate, config.batch_size) == (0.1, 128)
+  # Upstream's ResnetCifar10Model: 128 images a tower, its rate a schedule
+  # (test_resnet20_on_cifar10_follows_upstreams_schedule).
+  assert (config.learning_rate, config.batch_size) == (None, 128)
   assert output.dataset_line(config) == "synthetic (cifar10's shapes)"
   # The epoch of a schedule is CIFAR-10's 50,000 images there.
   args = flags.parse_args(['--data_name=cifar10', '--model=resnet20',
@@ -136,3 +138,30 @@ def test_synthetic_data_refusals(argv, message, tmp_path):
     message = ('--eval on synthetic data (--data_name=imagenet without '
                '--data_dir): evaluation needs real data')
   assert _refused(argv).startswith(message)
+
+
+@pytest.mark.parametrize('global_batch', [128, 96])
+def test_resnet20_on_cifar10_follows_upstreams_schedule(global_batch):
+  """ResnetCifar10Model.get_learning_rate: 0.1 up to step int(50000 / B) x
+  82 included, then 0.01 up to x 123, 0.001 up to x 300, then 0.0002
+  (tf.train.piecewise_constant's boundaries)."""
+  config = _config(['--data_name=cifar10', '--model=resnet20'])
+  per_epoch = 50000 // global_batch
+  expected = {0: 0.1, per_epoch * 82: 0.1, per_epoch * 82 + 1: 0.01,
+              per_epoch * 123: 0.01, per_epoch * 123 + 1: 0.001,
+              per_epoch * 300: 0.001, per_epoch * 300 + 1: 0.0002}
+  with tf.Graph().as_default():
+    step = tf.placeholder(tf.int64, [])
+    rate = optimizers.learning_rate(config, step, global_batch)
+    with tf.Session() as sess:
+      for s, value in sorted(expected.items()):
+        assert sess.run(rate, {step: s}) == pytest.approx(value, rel=1e-6), s
+  assert optimizers.describe_learning_rate(config, global_batch) == (
+      "learning rate resnet20's cifar10 default: 0.1, 0.01 from epoch 82 "
+      '(step %d), 0.001 from epoch 123 (step %d), 0.0002 from epoch 300 '
+      '(step %d)' % (per_epoch * 82 + 1, per_epoch * 123 + 1,
+                     per_epoch * 300 + 1))
+  # An initial rate replaces the schedule, as upstream.
+  fixed = _config(['--data_name=cifar10', '--model=resnet20',
+                   '--init_learning_rate=0.05'])
+  assert optimizers.learning_rate(fixed, None, global_batch) == 0.05

@@ -23,6 +23,20 @@ EXAMPLES_PER_EPOCH = {None: IMAGENET_NUM_TRAIN_IMAGES,
 # The models whose default learning rate is tf_cnn_benchmarks' ImageNet
 # ResNet schedule, scaled with the global batch (see optimizers).
 SCALED_RATE_MODELS = ('resnet50', 'resnet101', 'resnet152')
+# (model, data set) whose default learning rate is tf_cnn_benchmarks'
+# CIFAR-10 ResNet schedule (ResnetCifar10Model.get_learning_rate): its
+# rates, and the epochs from which the next one applies.
+CIFAR_RESNET_DEFAULT = ('resnet20', 'cifar10')
+CIFAR_RESNET_RATES = (0.1, 0.01, 0.001, 0.0002)
+CIFAR_RESNET_EPOCHS = (82, 123, 300)
+
+
+def has_default_schedule(model, data_name):
+  """True when `model` on `data_name` trains at a schedule of its own when
+  no rate flag is given: the ImageNet ResNet schedule (SCALED_RATE_MODELS)
+  or the CIFAR-10 ResNet one."""
+  return (model in SCALED_RATE_MODELS or
+          (model, data_name) == CIFAR_RESNET_DEFAULT)
 
 SCHEDULE_FIX = ('pass e.g. {flag}="0.3;10;0.2;25;0.1" (0.3 until epoch 10, 0.2 '
                 'until 25, then 0.1)')

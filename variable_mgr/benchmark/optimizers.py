@@ -25,7 +25,10 @@ step and E / B steps an epoch:
   `--resnet_base_lr`; divided by the towers with replicated, which sums the
   towers' gradients) times B / 256, warmed up over 5 ImageNet epochs and
   multiplied by 0.1 at epochs 30, 60, 80 and 90 (epochs of ImageNet's
-  1,281,167 images, whatever the data). Every other model: its fixed rate.
+  1,281,167 images, whatever the data). For resnet20 on cifar10
+  tf_cnn_benchmarks' CIFAR-10 ResNet schedule: 0.1, then 0.01, 0.001 and
+  0.0002 after step int(50,000 / B) x 82, 123 and 300. Every other model:
+  its fixed rate.
 
 E is the training split of `--data_name` (`datasets.get_dataset(name,
 data_dir).num_examples('train')`), or ImageNet's 1,281,167 images with
@@ -52,11 +55,24 @@ class LearningRateError(errors.VariableMgrError):
 
 
 def uses_model_schedule(config):
-  """True when the rate is the model's tf_cnn_benchmarks schedule scaled
-  with the global batch (resnet50/101/152 without a rate flag)."""
-  return (config.model in lr_schedule.SCALED_RATE_MODELS and
-          config.learning_rate is None and
+  """True when the rate is the model's tf_cnn_benchmarks schedule: the
+  ImageNet ResNet one scaled with the global batch (resnet50/101/152), or
+  the CIFAR-10 ResNet one (resnet20 on cifar10), without a rate flag."""
+  return (lr_schedule.has_default_schedule(config.model, config.data_name)
+          and config.learning_rate is None and
           not config.piecewise_learning_rate_schedule)
+
+
+def _cifar_schedule(config):
+  return (config.model, config.data_name) == lr_schedule.CIFAR_RESNET_DEFAULT
+
+
+def _cifar_boundaries(global_batch):
+  """tf_cnn_benchmarks' boundaries: whole batches of an epoch, times the
+  epochs."""
+  batches_per_epoch = int(lr_schedule.EXAMPLES_PER_EPOCH['cifar10'] //
+                          global_batch)
+  return [batches_per_epoch * e for e in lr_schedule.CIFAR_RESNET_EPOCHS]
 
 
 def examples_per_epoch(config):
@@ -120,7 +136,8 @@ def learning_rate(config, global_step, global_batch):
           'a learning-rate schedule counts epochs of the global batch: pass '
           'global_batch to make_optimizer')
     if uses_model_schedule(config):
-      return _base_rate(config, None)
+      return (lr_schedule.CIFAR_RESNET_RATES[0] if _cifar_schedule(config)
+              else _base_rate(config, None))
     return config.learning_rate
   if not (_needs_batch(config) or uses_model_schedule(config)):
     return config.learning_rate
@@ -129,6 +146,10 @@ def learning_rate(config, global_step, global_batch):
         'a learning-rate schedule reads the global step: pass global_step '
         'to make_optimizer')
   with tf.name_scope('learning_rate'):
+    if uses_model_schedule(config) and _cifar_schedule(config):
+      return tf.cast(tf.train.piecewise_constant(
+          global_step, _cifar_boundaries(global_batch),
+          list(lr_schedule.CIFAR_RESNET_RATES)), tf.float32)
     if uses_model_schedule(config):
       return _resnet_schedule(config, global_step, global_batch)
     steps = _steps(config, global_batch)
@@ -267,6 +288,13 @@ def describe_learning_rate(config, global_batch):
   if global_batch is None or not (_needs_batch(config) or
                                   uses_model_schedule(config)):
     return 'learning rate %g' % learning_rate(config, None, global_batch)
+  if uses_model_schedule(config) and _cifar_schedule(config):
+    rates = lr_schedule.CIFAR_RESNET_RATES
+    return 'learning rate %s\'s cifar10 default: %g, %s' % (
+        config.model, rates[0], ', '.join(
+            '%g from epoch %d (step %d)' % (r, e, b + 1) for r, e, b in zip(
+                rates[1:], lr_schedule.CIFAR_RESNET_EPOCHS,
+                _cifar_boundaries(global_batch))))
   if uses_model_schedule(config):
     base = RESNET_BASE_LR if config.resnet_base_lr is None else (
         config.resnet_base_lr)

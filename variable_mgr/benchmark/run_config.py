@@ -10,6 +10,7 @@ import sys
 
 from variable_mgr import errors
 from variable_mgr.benchmark import flags
+from variable_mgr.benchmark import lr_schedule
 from variable_mgr.benchmark import models
 
 # Field name -> default; the names are the command's flags, but for
@@ -140,7 +141,7 @@ class BenchmarkConfig(collections.namedtuple('BenchmarkConfig',
     """
     model = models.get_model(self.model, self.data_name)
     scheduled = self.piecewise_learning_rate_schedule or (
-        self.model in SCALED_RATE_MODELS)
+        lr_schedule.has_default_schedule(self.model, self.data_name))
     return self._replace(
         batch_size=self.batch_size or model.default_batch_size,
         learning_rate=(model.learning_rate if self.learning_rate is None and
