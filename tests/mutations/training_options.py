@@ -36,7 +36,8 @@ MUTATIONS = [
              'None)\n',
          new='                       use_resource=None)\n',
          tests=['tests/test_relaxed_consistency.py::test_every_read_of_the_'
-                'step_state_runs_before_its_write[ref]']),
+                'step_state_runs_before_its_write[ref]'],
+         caught_on=2),
     dict(name='step-state-global-collection',
          path='variable_mgr/step_state.py',
          old='                       collections=[tf.GraphKeys.LOCAL_'
