@@ -11,6 +11,8 @@ from . import allreduce
 from . import benchmark_cluster
 from . import benchmark_data
 from . import benchmark_flags
+from . import benchmark_models
+from . import benchmark_reports
 from . import benchmark_run
 from . import ordering
 from . import placement
@@ -19,6 +21,7 @@ from . import strategies
 from . import training_options
 
 AREAS = [placement, seed, strategies, ordering, training_options, allreduce,
-         benchmark_run, benchmark_data, benchmark_flags, benchmark_cluster]
+         benchmark_run, benchmark_data, benchmark_models, benchmark_reports,
+         benchmark_flags, benchmark_cluster]
 
 MUTATIONS = [m for area in AREAS for m in area.MUTATIONS]

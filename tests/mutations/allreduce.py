@@ -112,4 +112,26 @@ MUTATIONS = [
                 'pscpu/pscpu]',
                 ALLREDUCE_WORKERS + 'test_spec_sums_across_two_workers['
                 'pscpu:7:xring/xring]']),
+    # -- The spec's error and the traffic meter --------------------------------
+    # A position counted from 1, as a person counts, where the message and
+    # the attribute say 0-based.
+    dict(name='allreduce-spec-error-position-from-one',
+         path='variable_mgr/allreduce/errors.py',
+         old='        % (spec, token, position, reason))\n',
+         new='        % (spec, token, position + 1, reason))\n',
+         tests=[ALLREDUCE_SPEC + 'test_grammar_error_points_at_token']),
+    dict(name='traffic-received-bytes-counted-on-the-sender',
+         path='variable_mgr/allreduce/traffic.py',
+         old='      totals[receiver][1] += size\n',
+         new='      totals[sender][1] += size\n',
+         tests=['tests/allreduce/test_allreduce_traffic.py::test_hand_worked_'
+                'graph']),
+    # The ring's bound without its factor 2: reduce-scatter only, no
+    # all-gather.
+    dict(name='traffic-ring-bound-halved',
+         path='variable_mgr/allreduce/traffic.py',
+         old='  return 2.0 * (num_devices - 1) / num_devices * total_bytes\n',
+         new='  return (num_devices - 1.0) / num_devices * total_bytes\n',
+         tests=['tests/allreduce/test_allreduce_traffic.py::test_ring_lower_'
+                'bound']),
 ]
