@@ -41,13 +41,14 @@ MUTATIONS = [
          tests=[EVAL + 'test_modifier_without_its_flag_is_refused[argv2---'
                 'save_model_secs=60 without --train_dir:]']),
     # -- Launch modes (flag_mode_checks) ---------------------------------------
-    # Asynchronous updates refused for replicated only: the cluster's
-    # distributed_replicated takes --cross_replica_sync=false.
-    dict(name='flag-async-refused-for-replicated-only',
+    # A cluster flag on one machine refused only when true, as the
+    # local-only flags are: --nocross_replica_sync passes, ignored.
+    dict(name='flag-false-cluster-flag-on-one-machine-accepted',
          path='variable_mgr/benchmark/flag_mode_checks.py',
-         old="      args.variable_update != 'parameter_server'):\n",
-         new="      args.variable_update == 'replicated'):\n",
-         tests=[ROUGH_EDGES + 'test_launch_refuses_what_its_tasks_would']),
+         old='    ignored = [f for f in CLUSTER_ONLY_FLAGS if f in typed]\n',
+         new='    ignored = [f for f in CLUSTER_ONLY_FLAGS if f in typed and '
+             'getattr(args, f)]\n',
+         tests=[TF_CNN + 'test_no_forms_on_the_command_line']),
     # TF_CONFIG beside a single task flag (--task_index) taken.
     dict(name='flag-tf-config-beside-one-task-flag-accepted',
          path='variable_mgr/benchmark/flag_mode_checks.py',
