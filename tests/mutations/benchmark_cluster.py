@@ -137,7 +137,9 @@ MUTATIONS = [
          tests=[SESSION + 'test_a_session_sees_its_task_and_the_ps_and_waits_'
                 'op_timeout_secs']),
     # The cluster check made for workers only: a PS serves a configuration
-    # its workers refuse, and waits for them.
+    # its workers refuse, and waits for them. test_rough_edges.py's test of
+    # this catches it after --startup_timeout_secs (5 minutes); the test in
+    # test_cluster_refusals.py, written for this entry, at once.
     dict(name='task-ps-serves-before-the-cluster-check',
          path='variable_mgr/benchmark/cluster/task.py',
          old='  run_config.check_cluster_config(args, spec.cluster_dict())\n'
@@ -146,8 +148,8 @@ MUTATIONS = [
          new="  if spec.job_name == 'ps':\n"
              '    return ps_task.run_ps(spec, args, log)\n'
              '  run_config.check_cluster_config(args, spec.cluster_dict())\n',
-         tests=['tests/benchmark/test_rough_edges.py::test_a_ps_task_refuses_'
-                'what_its_workers_would']),
+         tests=['tests/distributed/test_cluster_refusals.py::test_a_ps_task_'
+                'refuses_what_its_workers_manager_would']),
     dict(name='in-process-ps-server-gets-a-gpu',
          path='variable_mgr/benchmark/cluster/in_process.py',
          old="          config=tf.ConfigProto(device_count={'CPU': 1, 'GPU': 0})))"
