@@ -103,3 +103,26 @@ def test_a_ps_task_refuses_what_its_workers_manager_would(nothing_starts,
       "staged_vars=True with variable_update='distributed_replicated': this "
       'option exists only for parameter_server; drop it or use '
       'parameter_server.\n')
+
+
+@pytest.mark.parametrize('job', ['ps', 'worker'])
+def test_a_dangling_checkpoint_is_refused_by_every_task(nothing_starts,
+                                                        capsys, tmp_path,
+                                                        job):
+  """A `checkpoint` file that points at missing files is refused by a PS
+  task and a worker alike, naming it, before any server starts."""
+  del nothing_starts
+  (tmp_path / 'checkpoint').write_text(
+      'model_checkpoint_path: "model.ckpt-5"\n'
+      'all_model_checkpoint_paths: "model.ckpt-5"\n')
+  argv = BASE + PS + ['--job_name', job, '--task_index', '1' if job ==
+                      'worker' else '0', '--ps_hosts', '127.0.0.1:1',
+                      '--worker_hosts', '127.0.0.1:2,127.0.0.1:3',
+                      '--train_dir', str(tmp_path)]
+  status = distributed.main(argv)
+  captured = capsys.readouterr()
+  assert status == 2, captured
+  lines = captured.err.splitlines()
+  assert len(lines) == 1 and lines[0].startswith(PREFIX), captured.err
+  assert str(tmp_path / 'checkpoint') in lines[0], lines[0]
+  assert 'model.ckpt-5' in lines[0], lines[0]

@@ -34,12 +34,22 @@ MUTATIONS = [
          new='    with tf.control_dependencies([op]):\n',
          tests=['tests/distributed/test_staged_overlap.py::'
                 'test_push_waits_for_nothing_from_the_ps']),
-    dict(name='chief-restores-dangling-checkpoint-late',
-         path='variable_mgr/benchmark/cluster/worker_task.py',
-         old='    checkpoint.latest_checkpoint(config.train_dir)\n',
-         new='    pass\n',
-         tests=['tests/benchmark/test_rough_edges.py::'
-                'test_a_chief_with_a_dangling_checkpoint_starts_nothing']),
+    # A dangling `checkpoint` file found only once the cluster is up. Every
+    # task reads the checkpoint's global step before its server starts
+    # (run_config.check_cluster_config); the chief's own early read in
+    # worker_task.py came first and now is a second guard, so taking it out
+    # alone changes nothing. Here the early read takes TensorFlow's
+    # latest_checkpoint, which calls a dangling file no checkpoint: a PS
+    # task then starts serving. The test of every task's refusal was
+    # written for this entry.
+    dict(name='cluster-dangling-checkpoint-read-as-none',
+         path='variable_mgr/benchmark/batch_target.py',
+         old='  prefix = checkpoint.latest_checkpoint(train_dir) if train_dir '
+             'else None\n',
+         new='  prefix = tf.train.latest_checkpoint(train_dir) if train_dir '
+             'else None\n',
+         tests=['tests/distributed/test_cluster_refusals.py::test_a_dangling_'
+                'checkpoint_is_refused_by_every_task[ps]']),
     # -- Which task this is (task_spec) ---------------------------------------
     # TF_CONFIG's chief and worker 0 both worker 0.
     dict(name='task-spec-chief-not-ahead-of-the-workers',
