@@ -158,8 +158,15 @@ def run_tests(copy, tests):
 
 
 def _failed_tests(output):
-  return [line.split(' ', 2)[1] for line in output.splitlines()
-          if line.startswith(('FAILED ', 'ERROR ')) and ' ' in line]
+  """The node ids of pytest's FAILED and ERROR summary lines (not the
+  captured log lines that begin with ERROR too)."""
+  found = []
+  for line in output.splitlines():
+    words = line.split()
+    if len(words) > 1 and words[0] in ('FAILED', 'ERROR') and (
+        words[1].startswith('tests/')):
+      found.append(words[1])
+  return found
 
 
 def _tail(output, lines=15):
