@@ -250,3 +250,23 @@ def test_the_optimizers_read_the_schedule_without_the_flags():
       'print("variable_mgr.benchmark.flags" in sys.modules, '
       '"variable_mgr.benchmark.lr_schedule" in sys.modules)\n')
   assert out.split()[-2:] == ['False', 'True']
+
+
+# -- Values: --network_rate in tc's units -------------------------------------
+
+
+@pytest.mark.parametrize('text,bits', [
+    ('200mbit', 200 * 10**6), ('1gbit', 10**9), ('500kbit', 500 * 10**3),
+    ('1.5Mbit', 1500 * 10**3), ('8000bit', 8000)])
+def test_a_link_rate_is_bits_per_second_in_tcs_decimal_units(text, bits):
+  # tc(8): 'mbit' is megabits per second, 10^6 bits; 'mibit' would be 2^20.
+  from variable_mgr.benchmark import flag_types  # pylint: disable=g-import-not-at-top
+  assert flag_types.link_rate(text) == bits
+
+
+@pytest.mark.parametrize('text', ['999bit', '0mbit', '-1gbit', '200mb',
+                                  'fast'])
+def test_a_link_rate_below_1kbit_or_without_a_unit_is_refused(text):
+  assert _refused(['--network_rate', text, '--launch_local_cluster']) == (
+      '--network_rate=%s: expected a link speed of at least 1kbit; pass e.g. '
+      '--network_rate=200mbit, 1gbit or 500kbit' % text)

@@ -82,3 +82,45 @@ def test_refused_before_anything_starts(nothing_starts, capsys, mode, flags,
     found = lines[0].find(part, position)
     assert found >= 0, (part, lines[0])
     position = found + len(part)
+
+
+def test_a_ps_task_refuses_what_its_workers_manager_would(nothing_starts,
+                                                          capsys):
+  """A configuration the workers' manager refuses (staged_vars under
+  distributed_replicated) is refused by a PS task too, before its server
+  starts: a PS does not serve a cluster whose workers will not run."""
+  del nothing_starts
+  argv = BASE + ['--variable_update', 'distributed_replicated',
+                 '--staged_vars', '--job_name', 'ps', '--task_index', '0',
+                 '--ps_hosts', '127.0.0.1:1', '--worker_hosts',
+                 '127.0.0.1:2,127.0.0.1:3']
+  status = distributed.main(argv)
+  captured = capsys.readouterr()
+  assert status == 2, captured
+  assert captured.err == PREFIX + (
+      "staged_vars=True with variable_update='distributed_replicated': this "
+      'option exists only for parameter_server; drop it or use '
+      'parameter_server.\n')
+
+
+@pytest.mark.parametrize('job', ['ps', 'worker'])
+def test_a_dangling_checkpoint_is_refused_by_every_task(nothing_starts,
+                                                        capsys, tmp_path,
+                                                        job):
+  """A `checkpoint` file that points at missing files is refused by a PS
+  task and a worker alike, naming it, before any server starts."""
+  del nothing_starts
+  (tmp_path / 'checkpoint').write_text(
+      'model_checkpoint_path: "model.ckpt-5"\n'
+      'all_model_checkpoint_paths: "model.ckpt-5"\n')
+  argv = BASE + PS + ['--job_name', job, '--task_index', '1' if job ==
+                      'worker' else '0', '--ps_hosts', '127.0.0.1:1',
+                      '--worker_hosts', '127.0.0.1:2,127.0.0.1:3',
+                      '--train_dir', str(tmp_path)]
+  status = distributed.main(argv)
+  captured = capsys.readouterr()
+  assert status == 2, captured
+  lines = captured.err.splitlines()
+  assert len(lines) == 1 and lines[0].startswith(PREFIX), captured.err
+  assert str(tmp_path / 'checkpoint') in lines[0], lines[0]
+  assert 'model.ckpt-5' in lines[0], lines[0]

@@ -70,3 +70,18 @@ def test_every_task_starts_its_server_with_the_thread_flags(monkeypatch,
   assert len(configs) == 1
   assert configs[0].intra_op_parallelism_threads == 3
   assert configs[0].inter_op_parallelism_threads == 2
+
+
+@pytest.mark.parametrize('job,filters', [
+    ('ps', ['/job:ps/replica:0/task:0']),
+    ('worker', ['/job:ps', '/job:worker/replica:0/task:0'])])
+def test_a_session_sees_its_task_and_the_ps_and_waits_op_timeout_secs(
+    job, filters):
+  """A call of a task's session ends after --op_timeout_secs, which
+  ConfigProto takes in milliseconds."""
+  args = _args(job, ['--op_timeout_secs', '2.5'])
+  spec = task_spec.from_flags(job, 0, args.ps_hosts, args.worker_hosts)
+  config = servers.session_config(tf, spec, args, 2)
+  assert config.operation_timeout_in_ms == 2500
+  assert list(config.device_filters) == filters
+  assert not config.allow_soft_placement

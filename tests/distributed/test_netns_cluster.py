@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import clusterlib
+from variable_mgr.benchmark import flag_types
 from variable_mgr.benchmark import flags
 from variable_mgr.benchmark.cluster import launcher
 from variable_mgr.benchmark.cluster import netns
@@ -80,6 +81,17 @@ def test_tasks_get_neither_launch_flag():
       '--launch_local_cluster', '--network_rate', '1gbit', '--model', 'x',
       '--network_rate=200mbit', '--num_ps', '1']) == [
           '--model', 'x', '--num_ps', '1']
+
+
+@pytest.mark.parametrize('rate,text', [
+    (200 * 10**6, '200mbit'), (10**9, '1gbit'), (1500 * 10**3, '1500kbit'),
+    (2500 * 10**6, '2500mbit'), (999, '999bit'), (1001, '1001bit')])
+def test_a_rate_is_written_in_tcs_units_without_rounding(rate, text):
+  """The rate tc is given and the launcher prints: the largest of tc's
+  decimal units that divides it, so that it is the rate asked for."""
+  assert netns.rate_text(rate) == text
+  if rate >= 1000:  # --network_rate's own reading gives the rate back.
+    assert flag_types.link_rate(text) == rate
 
 
 # -- The network itself -------------------------------------------------------

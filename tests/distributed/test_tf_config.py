@@ -143,3 +143,51 @@ def test_launcher_refuses_task_flags(capsys):
 def test_free_ports_are_distinct_loopback_ports():
   ports = launcher.free_ports(5)
   assert len(set(ports)) == 5
+
+
+def test_a_port_is_1_to_65535():
+  assert task_spec.split_address('127.0.0.1:65535') == ('127.0.0.1', 65535)
+  assert task_spec.split_address('localhost:1') == ('localhost', 1)
+  for address in ('127.0.0.1:65536', '127.0.0.1:0', '127.0.0.1:'):
+    with pytest.raises(task_spec.HostAddressError) as e:
+      task_spec.split_address(address)
+    assert 'host %r' % address in str(e.value)
+    assert 'a port in 1..65535' in str(e.value)
+
+
+def test_a_task_command_without_a_task_is_a_cluster_task(capsys):
+  """`python -m variable_mgr.benchmark.distributed` reads the flags of a
+  cluster task even without --job_name: a strategy of one machine is
+  refused as such, not run."""
+  assert distributed.main(['--variable_update', 'replicated']) == 2
+  assert capsys.readouterr().err.strip().endswith(
+      '--variable_update=replicated runs on one machine only, not as a '
+      'cluster task (--job_name); pass --variable_update=parameter_server, '
+      'distributed_replicated, collective_all_reduce or '
+      'distributed_all_reduce')
+
+
+def test_launched_tasks_get_an_address_each_and_the_same_host_lists():
+  cluster = launcher.LocalCluster(2, 3, ['--model=trivial'], '/tmp/out', 5.0)
+  argvs = cluster.task_argvs()
+  addresses = [address for _, address, _, _ in argvs]
+  assert [name for name, _, _, _ in argvs] == [
+      'ps:0', 'ps:1', 'worker:0', 'worker:1', 'worker:2']
+  assert len(set(addresses)) == 5
+  assert addresses == cluster.ps_hosts + cluster.worker_hosts
+  for name, address, argv, _ in argvs:
+    job, index = name.split(':')
+    spec = task_spec.from_flags(
+        job, int(index),
+        [a for a in argv if a.startswith('--ps_hosts=')][0].split('=')[1],
+        [a for a in argv if a.startswith('--worker_hosts=')][0].split('=')[1])
+    assert spec.address == address
+    assert argv[0] == '--model=trivial'
+
+
+def test_a_tasks_status_reads_as_its_exit_or_its_signal():
+  assert launcher.describe_status(None) == 'still running'
+  assert launcher.describe_status(0) == 'exit status 0'
+  assert launcher.describe_status(1) == 'exit status 1'
+  assert launcher.describe_status(-9) == 'killed by SIGKILL'
+  assert launcher.describe_status(-15) == 'killed by SIGTERM'
