@@ -9,7 +9,7 @@ would bring in) and the tests that guard against it. For each, the check
 copies the repository (the files git tracks or would track, as they are in
 the working tree) to a temporary directory, replaces `old` by `new` in
 `path` there, and runs the entry's tests in the copy with
-`python -m pytest -q -x -p no:cacheprovider`. The mutation is caught when
+`python -m pytest -q -x -p no:cacheprovider --long`. The mutation is caught when
 pytest reports a failed test (exit status 1); anything else (every test
 passing, an error before the tests ran, a node id that does not exist) is a
 miss. Before any mutation the listed tests must pass on the unmutated copy,
@@ -145,8 +145,9 @@ def _tensorflow_major(copy):
 
 def run_tests(copy, tests):
   """(pytest exit status or None on timeout, output) of `tests` in `copy`."""
+  # --long: an entry may name a test of the `long` marker.
   command = [sys.executable, '-m', 'pytest', '-q', '-x', '-p',
-             'no:cacheprovider'] + list(tests)
+             'no:cacheprovider', '--long'] + list(tests)
   try:
     result = subprocess.run(
         command, cwd=copy, env=_environment(copy), stdin=subprocess.DEVNULL,

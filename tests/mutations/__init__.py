@@ -17,11 +17,12 @@ from . import benchmark_run
 from . import ordering
 from . import placement
 from . import seed
+from . import slips
 from . import strategies
 from . import training_options
 
 AREAS = [placement, seed, strategies, ordering, training_options, allreduce,
          benchmark_run, benchmark_data, benchmark_models, benchmark_reports,
-         benchmark_flags, benchmark_cluster]
+         benchmark_flags, benchmark_cluster, slips]
 
 MUTATIONS = [m for area in AREAS for m in area.MUTATIONS]

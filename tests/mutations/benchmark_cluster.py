@@ -162,9 +162,8 @@ MUTATIONS = [
                 'refuses_what_its_workers_manager_would']),
     dict(name='in-process-ps-server-gets-a-gpu',
          path='variable_mgr/benchmark/cluster/in_process.py',
-         old="          config=tf.ConfigProto(device_count={'CPU': 1, 'GPU': 0})))"
-             "\n",
-         new="          config=tf.ConfigProto(device_count={'CPU': 1})))\n",
+         old="      ps_config = tf.ConfigProto(device_count={'CPU': 1, 'GPU': 0})\n",
+         new="      ps_config = tf.ConfigProto(device_count={'CPU': 1})\n",
          tests=['tests/benchmark/test_cli.py::test_the_in_process_cluster_of_'
                 'cpu_towers_has_no_gpu_device']),
     # -- distributed_all_reduce's tasks (controller_task) ----------------------
@@ -175,4 +174,11 @@ MUTATIONS = [
          old="  limit = len(workers) if args.job_name == 'worker' else 1\n",
          new="  limit = len(hosts) if args.job_name == 'worker' else 1\n",
          tests=['tests/distributed/test_controller_cluster.py::test_refused']),
+    # An in-process cluster whose port was taken is not started again.
+    dict(name='in-process-cluster-not-retried',
+         path='variable_mgr/benchmark/cluster/in_process.py',
+         old='START_ATTEMPTS = 3\n',
+         new='START_ATTEMPTS = 1\n',
+         tests=['tests/distributed/test_in_process_ports.py::test_a_taken_'
+                'port_starts_the_cluster_again_on_new_ports']),
 ]

@@ -40,10 +40,8 @@ MUTATIONS = [
          caught_on=2),
     dict(name='step-state-global-collection',
          path='variable_mgr/step_state.py',
-         old='                       collections=[tf.GraphKeys.LOCAL_'
-             'VARIABLES],\n',
-         new='                       collections=[tf.GraphKeys.GLOBAL_'
-             'VARIABLES],\n',
+         old='                else tf.GraphKeys.LOCAL_VARIABLES)\n',
+         new='                else tf.GraphKeys.GLOBAL_VARIABLES)\n',
          tests=['tests/test_mixed_precision.py::test_saved_names_hold_no_'
                 'internal_state',
                 'tests/test_relaxed_consistency.py::test_every_read_of_the_'
@@ -72,4 +70,29 @@ MUTATIONS = [
          new='  if options.relaxed and passes > 2:\n',
          tests=['tests/test_relaxed_consistency.py::test_relaxed_with_'
                 'accumulation_is_refused']),
+    # A dynamic loss scale on a synchronous PS cluster: each worker skips on
+    # its own flag only, so a step with an inf on one worker is applied by
+    # the others.
+    dict(name='synchronous-ps-workers-skip-on-their-own-flag',
+         path='variable_mgr/strategies/shared_loss_scale.py',
+         old='    if workers == 1 or not self.synchronous:\n      return local',
+         new='    if True:\n      return local',
+         tests=['tests/test_cluster_loss_scale.py::test_synchronous_steps_'
+                'skip_together[resource-parameter_server]']),
+    # The exchange of finite flags no longer waits for this worker's reads
+    # of the shared variables (another worker could update them first).
+    dict(name='loss-scale-exchange-does-not-wait-for-reads',
+         path='variable_mgr/strategies/shared_loss_scale.py',
+         old='    if self.exchange_after_reads:',
+         new='    if False:',
+         tests=['tests/distributed/test_staged_overlap.py::test_a_dynamic_'
+                'scale_exchange_replaces_gradients_ready[resource]']),
+    # The shared scale a local variable of each worker: a checkpoint does
+    # not carry it.
+    dict(name='shared-loss-scale-local-on-each-worker',
+         path='variable_mgr/strategies/shared_loss_scale.py',
+         old='shared=True, read_device',
+         new='shared=False, read_device',
+         tests=['tests/test_cluster_loss_scale.py::test_a_checkpoint_'
+                'restores_the_shared_scale']),
 ]
