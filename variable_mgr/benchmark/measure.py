@@ -237,23 +237,12 @@ def no_gc():
 
 
 def resident_bytes():
-  """The current resident set of this process, in bytes: the `Rss` of
-  /proc/self/smaps_rollup, which the kernel sums from the page tables when
-  it is read, or else VmRSS of /proc/self/status. VmRSS comes from
-  counters that each thread folds in only now and then, so in a process of
-  many threads (TensorFlow's) it can miss a fresh allocation of tens of
-  megabytes."""
-  for path, key in (('/proc/self/smaps_rollup', 'Rss:'),
-                    ('/proc/self/status', 'VmRSS:')):
-    try:
-      with open(path) as f:
-        for line in f:
-          if line.startswith(key):
-            return int(line.split()[1]) * 1024
-    except IOError:
-      continue
-  raise RuntimeError('no Rss in /proc/self/smaps_rollup nor VmRSS in '
-                     '/proc/self/status')
+  """The current resident set (VmRSS) of this process, in bytes."""
+  with open('/proc/self/status') as f:
+    for line in f:
+      if line.startswith('VmRSS:'):
+        return int(line.split()[1]) * 1024
+  raise RuntimeError('no VmRSS in /proc/self/status')
 
 
 def peak_resident_bytes():
