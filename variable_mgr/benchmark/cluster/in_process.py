@@ -7,8 +7,6 @@ ports, and implements the BenchmarkCnn-like interface for the worker's towers
 (virtual CPU devices of the worker task).
 """
 
-import socket
-
 import tensorflow as _tf
 
 from variable_mgr import interface
@@ -20,15 +18,6 @@ tf = _tf.compat.v1
 PORT_TAKEN = 'Could not start gRPC server'
 # Clusters tried, each on new ports, before a taken port is an error.
 START_ATTEMPTS = 3
-
-
-def free_port():
-  sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-  try:
-    sock.bind(('localhost', 0))
-    return sock.getsockname()[1]
-  finally:
-    sock.close()
 
 
 def start_servers(job_sizes, config_of):
@@ -87,8 +76,11 @@ class LocalClusterHost(interface.ClusterBenchmarkCnn):
   """
 
   def __init__(self, num_towers, device='cpu', local_parameter_device='cpu'):
-    cluster = {'ps': ['localhost:%d' % free_port()],
-               'worker': ['localhost:%d' % free_port()]}
+    # Ports for the host's cluster spec until `start()` starts the servers
+    # on ports of their own (no device name holds a port).
+    ps_port, worker_port = launcher.free_ports(2)
+    cluster = {'ps': ['127.0.0.1:%d' % ps_port],
+               'worker': ['127.0.0.1:%d' % worker_port]}
     super(LocalClusterHost, self).__init__(cluster, 0, num_towers, device,
                                            local_parameter_device)
     self._servers = []
