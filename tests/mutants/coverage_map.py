@@ -1,0 +1,169 @@
+"""Writes the map from package lines to the tests that execute them.
+
+    python3 tests/mutants/coverage_map.py                     # the whole suite
+    python3 tests/mutants/coverage_map.py tests/test_x.py ... # these tests
+
+Runs pytest under coverage.py over `variable_mgr/`, each test in its own
+context (context_plugin.py), the processes the tests start included
+(coverage's `patch = subprocess`: a CLI run, a cluster task, a worker
+measure themselves under the test that started them). The result,
+tests/mutants/coverage_map.json, names for each package file and line the
+tests that ran it (a line run when pytest imported the module, outside
+any test, for every test that ran a line of the module);
+run_mutant_tests.py runs those tests for a mutant of
+that line.
+
+Given test paths, it updates the map: the tests that ran replace what the
+map said about them, every other test's lines stay. Without, it runs the
+whole suite (the default one: no `long`, `gpu` or `network_cluster` tests)
+and writes the map anew.
+
+The map's JSON: "tests", every test id once; "sets", lists of indexes into
+"tests"; "files", for each package file (relative to the repository) a
+mapping of line number to an index into "sets" (lines run by the same tests
+share one set).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+MAP_PATH = os.path.join(REPO, 'tests', 'mutants', 'coverage_map.json')
+PACKAGE = 'variable_mgr'
+
+RC_TEMPLATE = """\
+[run]
+source = {source}
+parallel = true
+patch = subprocess
+context = ${{VM_MUTANT_TEST_ID-}}
+data_file = {data_file}
+"""
+
+
+def load_map(path=MAP_PATH):
+  """{file: {line: set of test ids}} of the map at `path` ({} if none)."""
+  if not os.path.exists(path):
+    return {}
+  with open(path) as f:
+    data = json.load(f)
+  tests, sets = data['tests'], data['sets']
+  return {name: {int(line): set(tests[i] for i in sets[index])
+                 for line, index in lines.items()}
+          for name, lines in data['files'].items()}
+
+
+def save_map(files, path=MAP_PATH):
+  tests = sorted(set(t for lines in files.values()
+                     for ids in lines.values() for t in ids))
+  index = {t: i for i, t in enumerate(tests)}
+  sets, set_index, out = [], {}, {}
+  for name in sorted(files):
+    out[name] = {}
+    for line in sorted(files[name]):
+      key = tuple(sorted(index[t] for t in files[name][line]))
+      if key not in set_index:
+        set_index[key] = len(sets)
+        sets.append(list(key))
+      out[name][str(line)] = set_index[key]
+  with open(path, 'w') as f:
+    json.dump({'tests': tests, 'sets': sets, 'files': out}, f,
+              separators=(',', ':'), sort_keys=True)
+    f.write('\n')
+
+
+def test_id(context):
+  """The pytest node id in a coverage context ('' when none): the
+  parent's dynamic context, or a subprocess's static one (joined by '|'
+  when both are set)."""
+  for part in context.split('|'):
+    if part.startswith('tests/'):
+      return part
+  return ''
+
+
+def measure(test_args, work):
+  """{file: {line: set of test ids}} of running pytest on `test_args`."""
+  import coverage  # pylint: disable=g-import-not-at-top
+  data_file = os.path.join(work, '.coverage')
+  rc = os.path.join(work, 'coveragerc')
+  with open(rc, 'w') as f:
+    f.write(RC_TEMPLATE.format(source=os.path.join(REPO, PACKAGE),
+                               data_file=data_file))
+  env = dict(os.environ)
+  env['PYTHONPATH'] = os.pathsep.join(
+      [REPO, os.path.dirname(os.path.abspath(__file__))] +
+      ([env['PYTHONPATH']] if env.get('PYTHONPATH') else []))
+  env.pop('VM_MUTANT_TEST_ID', None)
+  env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  command = [sys.executable, '-m', 'coverage', 'run', '--rcfile=' + rc,
+             '-m', 'pytest', '-q', '-p', 'context_plugin', '-p',
+             'no:cacheprovider'] + list(test_args)
+  status = subprocess.call(command, cwd=REPO, env=env)
+  if status not in (0, 1):
+    raise SystemExit('coverage map: pytest exit status %d; no map written'
+                     % status)
+  if status == 1:
+    print('coverage map: some tests failed; their lines count all the same')
+  subprocess.check_call([sys.executable, '-m', 'coverage', 'combine',
+                         '--rcfile=' + rc, '-q'], cwd=REPO, env=env)
+  data = coverage.CoverageData(basename=data_file)
+  data.read()
+  files = {}
+  for measured in data.measured_files():
+    name = os.path.relpath(measured, REPO)
+    if name.startswith('..'):
+      continue
+    lines = files.setdefault(name, {})
+    at_import = []
+    for line, contexts in data.contexts_by_lineno(measured).items():
+      ids = set(filter(None, (test_id(c) for c in contexts)))
+      if ids:
+        lines.setdefault(line, set()).update(ids)
+      if '' in contexts or len(ids) < len(contexts):
+        at_import.append(line)
+    # A line run outside any test (a module's top level, run when pytest
+    # collected the tests) counts for every test that ran the module.
+    everyone = set(t for ids in lines.values() for t in ids)
+    for line in at_import:
+      lines.setdefault(line, set()).update(everyone)
+  return files
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('tests', nargs='*',
+                      help='test paths or node ids (default: the suite)')
+  parser.add_argument('--out', default=MAP_PATH)
+  args = parser.parse_args(argv)
+  start = time.time()
+  work = tempfile.mkdtemp(prefix='variable_mgr_coverage_map_')
+  new = measure(args.tests or ['tests'], work)
+  ran = set(t for lines in new.values() for ids in lines.values()
+            for t in ids)
+  files = load_map(args.out) if args.tests else {}
+  for lines in files.values():
+    for ids in lines.values():
+      ids -= ran
+  for name, lines in new.items():
+    old = files.setdefault(name, {})
+    for line, ids in lines.items():
+      old.setdefault(line, set()).update(ids)
+  files = {name: {line: ids for line, ids in lines.items() if ids}
+           for name, lines in files.items()}
+  save_map(files, args.out)
+  print('coverage map: %d tests over %d files in %.0f s, written to %s'
+        % (len(set(t for lines in files.values() for ids in lines.values()
+                   for t in ids)), len(files), time.time() - start,
+           os.path.relpath(args.out, REPO)))
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())

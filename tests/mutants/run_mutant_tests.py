@@ -1,0 +1,119 @@
+"""cosmic-ray's test command: runs the tests that execute the mutated lines.
+
+    python3 tests/mutants/run_mutant_tests.py --pristine DIR [--timeout S]
+
+Run from the copy of the repository that cosmic-ray mutates in place
+(run_population.py makes it). The mutated file and lines are where the
+copy's package differs from DIR, an unmutated copy of the same commit. The
+tests are those that tests/mutants/coverage_map.json names for those lines,
+run as `python -m pytest -x -q` (the first failure ends the run).
+
+Exit status 0 (the mutant survived) when every test passes, or when no test
+runs the mutated lines (uncovered code is a gap, not an excuse); 1 (killed)
+when a test fails or errors, the tests cannot be collected (the mutant
+broke an import) or they run longer than --timeout. A map that names a test
+that no longer exists (pytest's exit status 4 or 5) counts as a survivor
+and says so: regenerate the map.
+"""
+
+import argparse
+import difflib
+import os
+import signal
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import coverage_map  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+PACKAGE = 'variable_mgr'
+
+
+def mutated_lines(pristine, copy='.'):
+  """{file relative to the copy: sorted changed line numbers}, numbered as in
+  the pristine file."""
+  changed = {}
+  for root, _, names in os.walk(os.path.join(copy, PACKAGE)):
+    for name in names:
+      if not name.endswith('.py'):
+        continue
+      path = os.path.join(root, name)
+      relative = os.path.relpath(path, copy)
+      with open(path) as f:
+        now = f.read().splitlines()
+      with open(os.path.join(pristine, relative)) as f:
+        before = f.read().splitlines()
+      if now == before:
+        continue
+      lines = set()
+      matcher = difflib.SequenceMatcher(None, before, now, autojunk=False)
+      for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag != 'equal':
+          lines.update(range(i1 + 1, max(i2, i1 + 1) + 1))
+      changed[relative] = sorted(lines)
+  return changed
+
+
+def tests_for(changed, files):
+  tests = set()
+  for name, lines in changed.items():
+    for line in lines:
+      tests.update(files.get(name, {}).get(line, ()))
+  return sorted(tests)
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('--pristine', required=True)
+  parser.add_argument('--map', default=os.path.join(HERE,
+                                                    'coverage_map.json'))
+  parser.add_argument('--timeout', type=float, default=300)
+  args = parser.parse_args(argv)
+  changed = mutated_lines(args.pristine)
+  if not changed:
+    print('run_mutant_tests: no file differs from %s' % args.pristine)
+    return 1
+  where = ', '.join('%s:%s' % (n, ','.join(map(str, ls)))
+                    for n, ls in sorted(changed.items()))
+  tests = tests_for(changed, coverage_map.load_map(args.map))
+  if not tests:
+    print('SURVIVED: no test runs %s (uncovered)' % where)
+    return 0
+  print('%s: %d tests' % (where, len(tests)))
+  sys.stdout.flush()
+  env = dict(os.environ)
+  env['PYTHONPATH'] = os.path.abspath('.')
+  env['PYTHONDONTWRITEBYTECODE'] = '1'
+  env.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  env.pop('TF_CONFIG', None)
+  command = [sys.executable, '-m', 'pytest', '-x', '-q', '-p',
+             'no:cacheprovider'] + tests
+  process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT,
+                             universal_newlines=True, start_new_session=True)
+  try:
+    output, _ = process.communicate(timeout=args.timeout)
+  except subprocess.TimeoutExpired:
+    # The whole group: a cluster task the tests started goes too.
+    os.killpg(process.pid, signal.SIGKILL)
+    output, _ = process.communicate()
+    print('\n'.join(output.rstrip().splitlines()[-30:]))
+    print('KILLED: TIMEOUT after %.0f s' % args.timeout)
+    return 1
+  print('\n'.join(output.rstrip().splitlines()[-30:]))
+  if process.returncode == 0:
+    print('SURVIVED: %d tests pass' % len(tests))
+    return 0
+  if process.returncode in (4, 5):
+    print('SURVIVED: STALE MAP (pytest exit status %d): regenerate '
+          'tests/mutants/coverage_map.json' % process.returncode)
+    return 0
+  print('KILLED: pytest exit status %d' % process.returncode)
+  return 1
+
+
+if __name__ == '__main__':
+  sys.exit(main())

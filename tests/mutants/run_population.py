@@ -1,0 +1,198 @@
+"""Runs one population's mutation test, end to end, and writes its report.
+
+    python3 tests/mutants/run_population.py library --size 400 --seed 1
+    python3 tests/mutants/run_population.py benchmark --size 400 --seed 1
+    python3 tests/mutants/run_population.py library --resume
+
+Copies the repository's HEAD (`git archive`) twice to a temporary
+directory, one to mutate and one to compare with; writes the cosmic-ray
+configuration there (config.toml below, with the population's modules);
+`cosmic-ray init`; skips the operators the configuration excludes
+(cr-filter-operators), lines marked `# pragma: no mutate` (cr-filter-pragma)
+and message-only mutants (filter_messages.py); keeps a seeded sample
+stratified by module (sample.py; --size 0 keeps every mutant); runs
+`cosmic-ray exec`, whose test command (run_mutant_tests.py) runs, for each
+mutant, the tests that the coverage map names for its lines; then writes
+the report (report.py) into docs/tests.md.
+
+The session (SQLite) and what the run was (commit, sample, seed, times) stay
+in tests/mutants/sessions/ (not tracked). --resume runs the session's
+pending mutants again in a fresh copy of the commit it measured (after an
+interrupted run), adding the time.
+
+library: every module of variable_mgr/ but variable_mgr/benchmark/;
+benchmark: variable_mgr/benchmark/ (its cluster/ too).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+SESSIONS = os.path.join(HERE, 'sessions')
+
+POPULATIONS = {
+    'library': ('variable_mgr', ['variable_mgr/benchmark/**/*.py']),
+    'benchmark': ('variable_mgr/benchmark', []),
+}
+
+# Operators left out, as cr-filter-operators reads them (a regular
+# expression matched at the start of the operator's name):
+# - ExceptionReplacer, RemoveDecorator: not the kinds this run asks about;
+# - VariableReplacer, VariableInserter: random (a mutant differs from run to
+#   run, so no sample could be repeated);
+# - a binary operator replaced by a bitwise or shift one, a unary one by ~ or
+#   unary +, a comparison by `is`/`is not`: crashes on floats or duplicates
+#   of another mutant (unary + of a removed unary -), or `is` between small
+#   ints, which CPython makes equal by accident.
+EXCLUDED_OPERATORS = [
+    r'core/ExceptionReplacer',
+    r'core/RemoveDecorator',
+    r'core/VariableReplacer',
+    r'core/VariableInserter',
+    r'core/ReplaceBinaryOperator_.*_(BitOr|BitAnd|BitXor|LShift|RShift)$',
+    r'core/ReplaceUnaryOperator_.*_(Invert|UAdd)$',
+    r'core/ReplaceComparisonOperator_(Eq|NotEq|Lt|LtE|Gt|GtE)_(Is|IsNot)$',
+]
+
+CONFIG = """\
+[cosmic-ray]
+module-path = {module_path}
+timeout = {outer_timeout}
+excluded-modules = {excluded}
+test-command = {test_command}
+
+[cosmic-ray.distributor]
+name = "local"
+
+[cosmic-ray.filters.operators-filter]
+exclude-operators = {operators}
+"""
+
+
+def _toml_string(text):
+  return json.dumps(text)
+
+
+def _toml_list(items):
+  return '[' + ', '.join(_toml_string(i) for i in items) + ']'
+
+
+def _run(command, cwd, **kwargs):
+  print('+ ' + ' '.join(command))
+  sys.stdout.flush()
+  subprocess.check_call(command, cwd=cwd, **kwargs)
+
+
+def _tool(name):
+  found = shutil.which(name, path=os.path.dirname(sys.executable) +
+                       os.pathsep + os.environ.get('PATH', ''))
+  if not found:
+    raise SystemExit('%s not found: pip install -r '
+                     'tests/mutants/requirements.txt' % name)
+  return found
+
+
+def _copy_commit(commit, destination):
+  os.makedirs(destination)
+  archive = subprocess.Popen(['git', 'archive', commit], cwd=REPO,
+                             stdout=subprocess.PIPE)
+  subprocess.check_call(['tar', '-x', '-C', destination],
+                        stdin=archive.stdout)
+  if archive.wait() != 0:
+    raise SystemExit('git archive %s failed' % commit)
+
+
+def write_config(path, population, pristine, timeout):
+  module_path, excluded = POPULATIONS[population]
+  command = '%s tests/mutants/run_mutant_tests.py --pristine %s --timeout %d' % (
+      sys.executable, pristine, timeout)
+  with open(path, 'w') as f:
+    f.write(CONFIG.format(
+        module_path=_toml_string(module_path),
+        outer_timeout=timeout + 120,
+        excluded=_toml_list(excluded),
+        test_command=_toml_string(command),
+        operators=_toml_list(EXCLUDED_OPERATORS)))
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument('population', choices=sorted(POPULATIONS))
+  parser.add_argument('--size', type=int, default=400,
+                      help='mutants in the sample (0: all of them)')
+  parser.add_argument('--seed', type=int, default=1)
+  parser.add_argument('--timeout', type=int, default=600,
+                      help='seconds a mutant\'s tests may take (then it '
+                      'counts as killed, and the report says so)')
+  parser.add_argument('--resume', action='store_true',
+                      help='run the pending mutants of the last session')
+  parser.add_argument('--no-report', action='store_true')
+  args = parser.parse_args(argv)
+
+  os.makedirs(SESSIONS, exist_ok=True)
+  session = os.path.join(SESSIONS, args.population + '.sqlite')
+  meta_path = os.path.join(SESSIONS, args.population + '.json')
+  if args.resume:
+    with open(meta_path) as f:
+      meta = json.load(f)
+  else:
+    commit = subprocess.check_output(['git', 'rev-parse', 'HEAD'], cwd=REPO,
+                                     universal_newlines=True).strip()
+    dirty = subprocess.check_output(
+        ['git', 'status', '--porcelain', '--untracked-files=no'], cwd=REPO,
+        universal_newlines=True).strip()
+    if dirty:
+      print('run_population: the working tree has uncommitted changes; the '
+            'run measures HEAD (%s) as committed' % commit[:10])
+    meta = {'population': args.population, 'commit': commit,
+            'size': args.size, 'seed': args.seed, 'timeout': args.timeout,
+            'seconds': 0.0}
+    if os.path.exists(session):
+      os.remove(session)
+
+  work = tempfile.mkdtemp(prefix='variable_mgr_mutants_')
+  try:
+    copy = os.path.join(work, 'copy')
+    pristine = os.path.join(work, 'pristine')
+    _copy_commit(meta['commit'], copy)
+    _copy_commit(meta['commit'], pristine)
+    config = os.path.join(work, 'config.toml')
+    write_config(config, args.population, pristine, meta['timeout'])
+    if not args.resume:
+      _run([_tool('cosmic-ray'), 'init', config, session], cwd=copy)
+      _run([_tool('cr-filter-operators'), session, config], cwd=copy)
+      _run([_tool('cr-filter-pragma'), session], cwd=copy)
+      _run([sys.executable, os.path.join(HERE, 'filter_messages.py'),
+            session], cwd=copy)
+      if args.size:
+        _run([sys.executable, os.path.join(HERE, 'sample.py'), session,
+              '--size', str(args.size), '--seed', str(args.seed)], cwd=copy)
+      meta['started'] = datetime.datetime.utcnow().strftime(
+          '%Y-%m-%d %H:%M UTC')
+    with open(meta_path, 'w') as f:
+      json.dump(meta, f, indent=1)
+    start = time.time()
+    try:
+      _run([_tool('cosmic-ray'), 'exec', config, session], cwd=copy)
+    finally:
+      meta['seconds'] += time.time() - start
+      with open(meta_path, 'w') as f:
+        json.dump(meta, f, indent=1)
+  finally:
+    shutil.rmtree(work, ignore_errors=True)
+  if not args.no_report:
+    _run([sys.executable, os.path.join(HERE, 'report.py'), args.population],
+         cwd=REPO)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())
