@@ -5,7 +5,8 @@
 
 Reads tests/mutants/sessions/POPULATION.sqlite (cosmic-ray's session) and
 .json (what run_population.py ran), and tests/mutants/equivalent.txt. The
-score is killed / (sampled - equivalent), per module and overall; a
+score is killed / (sampled - equivalent), per module and overall, over the
+mutants run (an interrupted run's pending ones left out, and counted); a
 mutant's tests running out of time count as killed and are counted apart.
 The section between the population's markers in docs/tests.md
 (`<!-- mutants:POPULATION:begin -->` and `...:end -->`) is replaced by the
@@ -88,7 +89,7 @@ def tally(session):
 
 
 def _score(counts):
-  denominator = counts['sampled'] - counts['equivalent']
+  denominator = counts['sampled'] - counts['pending'] - counts['equivalent']
   if not denominator:
     return 'n/a'
   return '%.0f%%' % (100.0 * (counts['killed'] + counts['timeout']) /
@@ -144,6 +145,13 @@ def build_section(population, meta, rows, equivalents):
                   total['sampled'], meta['seconds'] / 60.0,
                   meta['seconds'] / max(ran, 1), meta['seed'],
                   100 * GOALS[population]))
+  for rerun in meta.get('reruns', ()):
+    lines.append('')
+    lines.append('The %d survivors run again with the tests of commit %s '
+                 '(the package unchanged; %.0f minutes): `run_population.py '
+                 '%s --rerun-survivors`.'
+                 % (rerun['survivors'], rerun['commit'][:10],
+                    rerun.get('seconds', 0) / 60.0, population))
   lines.append('')
   lines.append('| module | sampled | killed | timed out | survived | '
                'uncovered | equivalent | score |')

@@ -3,6 +3,7 @@
     python3 tests/mutants/run_population.py library --size 400 --seed 1
     python3 tests/mutants/run_population.py benchmark --size 400 --seed 1
     python3 tests/mutants/run_population.py library --resume
+    python3 tests/mutants/run_population.py library --rerun-survivors
 
 Copies the repository's HEAD (`git archive`) twice to a temporary
 directory, one to mutate and one to compare with; writes the cosmic-ray
@@ -18,7 +19,9 @@ the report (report.py) into docs/tests.md.
 The session (SQLite) and what the run was (commit, sample, seed, times) stay
 in tests/mutants/sessions/ (not tracked). --resume runs the session's
 pending mutants again in a fresh copy of the commit it measured (after an
-interrupted run), adding the time.
+interrupted run), adding the time. --rerun-survivors runs the session's
+survivors again at the new HEAD, whose package must be the one measured
+(new tests only), and the report names both commits.
 
 library: every module of variable_mgr/ but variable_mgr/benchmark/;
 benchmark: variable_mgr/benchmark/ (its cluster/ too).
@@ -29,6 +32,7 @@ import datetime
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -123,6 +127,28 @@ def write_config(path, population, pristine, timeout):
         operators=_toml_list(EXCLUDED_OPERATORS)))
 
 
+def rerun_survivors(session, meta):
+  """Forgets the survivors' results, so that exec runs them again, at HEAD."""
+  head = subprocess.check_output(['git', 'rev-parse', 'HEAD'], cwd=REPO,
+                                 universal_newlines=True).strip()
+  changed = subprocess.call(['git', 'diff', '--quiet', meta['commit'], head,
+                             '--', 'variable_mgr'], cwd=REPO)
+  if changed:
+    raise SystemExit('run_population: the package changed since %s, where '
+                     'the mutants were made; start a new run'
+                     % meta['commit'][:10])
+  connection = sqlite3.connect(session)
+  with connection:
+    count = connection.execute(
+        "DELETE FROM work_results WHERE test_outcome = 'SURVIVED'").rowcount
+  connection.close()
+  print('run_population: %d survivors to run again at %s'
+        % (count, head[:10]))
+  meta.setdefault('reruns', []).append(
+      {'commit': head, 'survivors': count})
+  meta['commit_tests'] = head
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('population', choices=sorted(POPULATIONS))
@@ -134,15 +160,20 @@ def main(argv=None):
                       'counts as killed, and the report says so)')
   parser.add_argument('--resume', action='store_true',
                       help='run the pending mutants of the last session')
+  parser.add_argument('--rerun-survivors', action='store_true',
+                      help='run the last session\'s survivors again with '
+                      'the tests of HEAD (the package unchanged)')
   parser.add_argument('--no-report', action='store_true')
   args = parser.parse_args(argv)
 
   os.makedirs(SESSIONS, exist_ok=True)
   session = os.path.join(SESSIONS, args.population + '.sqlite')
   meta_path = os.path.join(SESSIONS, args.population + '.json')
-  if args.resume:
+  if args.resume or args.rerun_survivors:
     with open(meta_path) as f:
       meta = json.load(f)
+  if args.rerun_survivors:
+    rerun_survivors(session, meta)
   else:
     commit = subprocess.check_output(['git', 'rev-parse', 'HEAD'], cwd=REPO,
                                      universal_newlines=True).strip()
@@ -162,11 +193,12 @@ def main(argv=None):
   try:
     copy = os.path.join(work, 'copy')
     pristine = os.path.join(work, 'pristine')
-    _copy_commit(meta['commit'], copy)
-    _copy_commit(meta['commit'], pristine)
+    tests_commit = meta.get('commit_tests', meta['commit'])
+    _copy_commit(tests_commit, copy)
+    _copy_commit(tests_commit, pristine)
     config = os.path.join(work, 'config.toml')
     write_config(config, args.population, pristine, meta['timeout'])
-    if not args.resume:
+    if not (args.resume or args.rerun_survivors):
       _run([_tool('cosmic-ray'), 'init', config, session], cwd=copy)
       _run([_tool('cr-filter-operators'), session, config], cwd=copy)
       _run([_tool('cr-filter-pragma'), session], cwd=copy)
@@ -183,7 +215,10 @@ def main(argv=None):
     try:
       _run([_tool('cosmic-ray'), 'exec', config, session], cwd=copy)
     finally:
-      meta['seconds'] += time.time() - start
+      if args.rerun_survivors:
+        meta['reruns'][-1]['seconds'] = time.time() - start
+      else:
+        meta['seconds'] += time.time() - start
       with open(meta_path, 'w') as f:
         json.dump(meta, f, indent=1)
   finally:
