@@ -7,7 +7,8 @@ Reads tests/mutants/sessions/POPULATION.sqlite (cosmic-ray's session) and
 .json (what run_population.py ran), and tests/mutants/equivalent.txt. The
 score is killed / (sampled - equivalent), per module and overall, over the
 mutants run (an interrupted run's pending ones left out, and counted); a
-mutant's tests running out of time count as killed and are counted apart.
+mutant whose tests ran out of time is not killed (a slow run proves
+nothing) and is counted apart.
 The section between the population's markers in docs/tests.md
 (`<!-- mutants:POPULATION:begin -->` and `...:end -->`) is replaced by the
 report; the rest of the file stays as it is.
@@ -67,10 +68,10 @@ def classify(result):
   if result.worker_outcome == WorkerOutcome.SKIPPED:
     return 'skipped'
   output = result.output or ''
+  if output == 'timeout' or 'SURVIVED: TIMEOUT' in output:
+    return 'timeout'  # run_mutant_tests.py's limit, or cosmic-ray's own.
   if result.test_outcome == TestOutcome.SURVIVED:
     return 'uncovered' if '(uncovered)' in output else 'survived'
-  if 'KILLED: TIMEOUT' in output or output == 'timeout':
-    return 'timeout'
   return 'killed'
 
 
@@ -92,8 +93,7 @@ def _score(counts):
   denominator = counts['sampled'] - counts['pending'] - counts['equivalent']
   if not denominator:
     return 'n/a'
-  return '%.0f%%' % (100.0 * (counts['killed'] + counts['timeout']) /
-                     denominator)
+  return '%.0f%%' % (100.0 * counts['killed'] / denominator)
 
 
 def build_section(population, meta, rows, equivalents):
@@ -107,11 +107,11 @@ def build_section(population, meta, rows, equivalents):
          'equivalent', 'pending'], 0))
     counts['sampled'] += 1
     name = mutant_name(mutation)
-    if kind in ('survived', 'uncovered') and name in equivalents:
+    if kind in ('survived', 'uncovered', 'timeout') and name in equivalents:
       counts['equivalent'] += 1
     else:
       counts[kind] += 1
-      if kind in ('survived', 'uncovered'):
+      if kind in ('survived', 'uncovered', 'timeout'):
         survivors.append((name, kind))
   total = dict.fromkeys(next(iter(by_module.values())) if by_module else
                         ['sampled', 'killed', 'timeout', 'survived',
@@ -165,8 +165,9 @@ def build_section(population, meta, rows, equivalents):
       total['sampled'], total['killed'], total['timeout'], total['survived'],
       total['uncovered'], total['equivalent'], _score(total)))
   lines.append('')
-  lines.append('Score: (killed + timed out) / (sampled - equivalent). '
-               '"Uncovered": no test runs the line (a survivor). '
+  lines.append('Score: killed / (sampled - equivalent). "Timed out": the '
+               'tests ran longer than the limit, not killed. "Uncovered": no '
+               'test runs the line (a survivor). '
                '%s' % ('%d not run yet. ' % total['pending']
                        if total['pending'] else ''))
   if survivors:
@@ -176,8 +177,9 @@ def build_section(population, meta, rows, equivalents):
                  'reason):')
     lines.append('')
     for name, kind in survivors:
-      lines.append('- `%s`%s' % (name, ' (uncovered)' if kind == 'uncovered'
-                                 else ''))
+      lines.append('- `%s`%s' % (name, {'uncovered': ' (uncovered)',
+                                        'timeout': ' (timed out)'}.get(kind,
+                                                                      '')))
   return '\n'.join(lines) + '\n'
 
 
@@ -212,7 +214,8 @@ def main(argv=None):
   if args.survivors:
     for item, result, kind in rows:
       name = mutant_name(item.mutations[0])
-      if kind in ('survived', 'uncovered') and name not in equivalents:
+      if kind in ('survived', 'uncovered', 'timeout') and (
+          name not in equivalents):
         print('=== %s (%s)\n%s\n%s' % (name, kind, result.diff,
                                        (result.output or '')[-1500:]))
   if not args.no_write:

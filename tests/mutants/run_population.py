@@ -156,8 +156,9 @@ def main(argv=None):
                       help='mutants in the sample (0: all of them)')
   parser.add_argument('--seed', type=int, default=1)
   parser.add_argument('--timeout', type=int, default=600,
-                      help='seconds a mutant\'s tests may take (then it '
-                      'counts as killed, and the report says so)')
+                      help='seconds a mutant\'s tests may take (a mutant '
+                      'whose tests take longer is not killed, and the report '
+                      'counts it apart)')
   parser.add_argument('--resume', action='store_true',
                       help='run the pending mutants of the last session')
   parser.add_argument('--rerun-survivors', action='store_true',
