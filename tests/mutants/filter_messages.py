@@ -7,7 +7,8 @@ output) when it lies in a docstring, in a `raise` statement (the error's
 class and the text it is built from), in a string's formatting (`'...' %
 x`, an f-string, `'...'.format(...)`) or in the arguments of a call that
 only writes text (print, a logger's or tf.compat.v1.logging's methods,
-warnings.warn). The condition that decides whether to raise or log is not
+warnings.warn), or an error class's call of its base's `__init__` (the
+message it passes). The condition that decides whether to raise or log is not
 skipped: that is behaviour.
 """
 
@@ -56,7 +57,13 @@ def message_spans(source):
           body[0].value, ast.Constant) and isinstance(body[0].value.value,
                                                       str):
         spans.append(_span(body[0], 'docstring'))
-    elif isinstance(node, ast.Raise):
+    if isinstance(node, ast.ClassDef) and node.name.endswith(
+        ('Error', 'Exception')):
+      for inner in ast.walk(node):
+        if isinstance(inner, ast.Call) and isinstance(
+            inner.func, ast.Attribute) and inner.func.attr == '__init__':
+          spans.append(_span(inner, 'an error\'s message'))
+    if isinstance(node, ast.Raise):
       spans.append(_span(node, 'an error raised'))
     elif isinstance(node, ast.JoinedStr):
       spans.append(_span(node, 'an f-string'))
