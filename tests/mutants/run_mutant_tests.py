@@ -58,17 +58,24 @@ def mutated_lines(pristine, copy='.'):
 
 
 def tests_for(changed, files):
-  """The tests that run the changed lines, those of a test file named after
-  a changed module first (with -x, a likely killer ends the run sooner)."""
+  """The tests that run the changed lines: those of a test file named after
+  a changed module first, then the others, each group the tests that run
+  fewest lines of the package first (a unit test before a whole run: with
+  -x, a likely killer ends the run sooner)."""
   tests = set()
   for name, lines in changed.items():
     for line in lines:
       tests.update(files.get(name, {}).get(line, ()))
+  breadth = dict.fromkeys(tests, 0)
+  for lines in files.values():
+    for ids in lines.values():
+      for test in ids & tests:
+        breadth[test] += 1
   stems = set(os.path.splitext(os.path.basename(n))[0].strip('_')
               for n in changed)
   def near_first(test):
     test_file = os.path.basename(test.split('::')[0])
-    return (not any(stem in test_file for stem in stems), test)
+    return (not any(stem in test_file for stem in stems), breadth[test], test)
   return sorted(tests, key=near_first)
 
 
