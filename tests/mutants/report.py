@@ -149,9 +149,10 @@ def build_section(population, meta, rows, equivalents):
     lines.append('')
     lines.append('The %d survivors run again with the tests of commit %s '
                  '(the package unchanged; %.0f minutes): `run_population.py '
-                 '%s --rerun-survivors`.'
+                 '%s --rerun-survivors --timeout %d`.'
                  % (rerun['survivors'], rerun['commit'][:10],
-                    rerun.get('seconds', 0) / 60.0, population))
+                    rerun.get('seconds', 0) / 60.0, population,
+                    rerun.get('timeout', meta['timeout'])))
   lines.append('')
   lines.append('| module | sampled | killed | timed out | survived | '
                'uncovered | equivalent | score |')

@@ -140,7 +140,8 @@ def rerun_survivors(session, meta):
   connection = sqlite3.connect(session)
   with connection:
     count = connection.execute(
-        "DELETE FROM work_results WHERE test_outcome = 'SURVIVED'").rowcount
+        "DELETE FROM work_results WHERE test_outcome = 'SURVIVED' OR "
+        "output = 'timeout'").rowcount
   connection.close()
   print('run_population: %d survivors to run again at %s'
         % (count, head[:10]))
@@ -155,10 +156,11 @@ def main(argv=None):
   parser.add_argument('--size', type=int, default=400,
                       help='mutants in the sample (0: all of them)')
   parser.add_argument('--seed', type=int, default=1)
-  parser.add_argument('--timeout', type=int, default=600,
+  parser.add_argument('--timeout', type=int, default=None,
                       help='seconds a mutant\'s tests may take (a mutant '
                       'whose tests take longer is not killed, and the report '
-                      'counts it apart)')
+                      'counts it apart; default 600, or the session\'s own '
+                      'with --resume or --rerun-survivors)')
   parser.add_argument('--resume', action='store_true',
                       help='run the pending mutants of the last session')
   parser.add_argument('--rerun-survivors', action='store_true',
@@ -175,6 +177,10 @@ def main(argv=None):
       meta = json.load(f)
   if args.rerun_survivors:
     rerun_survivors(session, meta)
+  if (args.resume or args.rerun_survivors) and args.timeout:
+    meta['timeout'] = args.timeout
+  if args.rerun_survivors:
+    meta['reruns'][-1]['timeout'] = meta['timeout']
   else:
     commit = subprocess.check_output(['git', 'rev-parse', 'HEAD'], cwd=REPO,
                                      universal_newlines=True).strip()
@@ -185,7 +191,8 @@ def main(argv=None):
       print('run_population: the working tree has uncommitted changes; the '
             'run measures HEAD (%s) as committed' % commit[:10])
     meta = {'population': args.population, 'commit': commit,
-            'size': args.size, 'seed': args.seed, 'timeout': args.timeout,
+            'size': args.size, 'seed': args.seed,
+            'timeout': args.timeout or 600,
             'seconds': 0.0}
     if os.path.exists(session):
       os.remove(session)
