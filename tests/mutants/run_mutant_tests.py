@@ -12,9 +12,10 @@ Exit status 0 (the mutant survived) when every test passes, when no test
 runs the mutated lines (uncovered code is a gap, not an excuse) or when the
 tests run longer than --timeout (a slow run proves nothing; report.py counts
 these apart, as not killed); 1 (killed) when a test fails or errors, or the
-tests cannot be collected (the mutant broke an import). A map that names a test
-that no longer exists (pytest's exit status 4 or 5) counts as a survivor
-and says so: regenerate the map.
+tests cannot be collected (the mutant broke an import: pytest says "ERROR
+collecting", whatever its exit status). A map that names a test that no
+longer exists (pytest's exit status 4 or 5 without a collection error)
+counts as a survivor and says so: regenerate the map.
 """
 
 import argparse
@@ -122,7 +123,7 @@ def main(argv=None):
   if process.returncode == 0:
     print('SURVIVED: %d tests pass' % len(tests))
     return 0
-  if process.returncode in (4, 5):
+  if process.returncode in (4, 5) and 'ERROR collecting' not in output:
     print('SURVIVED: STALE MAP (pytest exit status %d): regenerate '
           'tests/mutants/coverage_map.json' % process.returncode)
     return 0
