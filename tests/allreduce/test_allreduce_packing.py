@@ -168,6 +168,9 @@ WRAPPED = {
         algorithms.halving_doubling, 2),
     'small_copy': lambda: packing.with_small_tensor_aggregation(
         algorithms.copy, 256, 3),
+    # max_group=1, the least allowed: every group is one tensor.
+    'small_copy_singles': lambda: packing.with_small_tensor_aggregation(
+        algorithms.copy, 256, 1),
     'small_of_repack': lambda: packing.with_small_tensor_aggregation(
         packing.with_repacking(algorithms.ring, 2), 64, 4),
 }
