@@ -145,14 +145,22 @@ def build_section(population, meta, rows, equivalents):
                   total['sampled'], meta['seconds'] / 60.0,
                   meta['seconds'] / max(ran, 1), meta['seed'],
                   100 * GOALS[population]))
+  outcome = dict((mutant_name(item.mutations[0]), kind)
+                 for item, _, kind in rows)
   for rerun in meta.get('reruns', ()):
     lines.append('')
     lines.append('The %d survivors run again with the tests of commit %s '
                  '(the package unchanged; %.0f minutes): `run_population.py '
-                 '%s --rerun-survivors --timeout %d`.'
+                 '%s --rerun-survivors --timeout %d`. Now:'
                  % (rerun['survivors'], rerun['commit'][:10],
                     rerun.get('seconds', 0) / 60.0, population,
                     rerun.get('timeout', meta['timeout'])))
+    lines.append('')
+    for name in rerun.get('names', ()):
+      now = outcome.get(name, '?')
+      if now in ('survived', 'uncovered', 'timeout') and name in equivalents:
+        now = 'equivalent'
+      lines.append('- `%s`: %s' % (name, now))
   lines.append('')
   lines.append('| module | sampled | killed | timed out | survived | '
                'uncovered | equivalent | score |')

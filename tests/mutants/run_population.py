@@ -137,16 +137,21 @@ def rerun_survivors(session, meta):
     raise SystemExit('run_population: the package changed since %s, where '
                      'the mutants were made; start a new run'
                      % meta['commit'][:10])
+  survived = ("test_outcome = 'SURVIVED' OR output = 'timeout'")
   connection = sqlite3.connect(session)
   with connection:
+    names = sorted(
+        '%s:%d:%d %s %d' % row for row in connection.execute(
+            'SELECT module_path, start_pos_row, start_pos_col, operator_name, '
+            'occurrence FROM mutation_specs WHERE job_id IN (SELECT job_id '
+            'FROM work_results WHERE %s)' % survived))
     count = connection.execute(
-        "DELETE FROM work_results WHERE test_outcome = 'SURVIVED' OR "
-        "output = 'timeout'").rowcount
+        'DELETE FROM work_results WHERE %s' % survived).rowcount
   connection.close()
   print('run_population: %d survivors to run again at %s'
         % (count, head[:10]))
   meta.setdefault('reruns', []).append(
-      {'commit': head, 'survivors': count})
+      {'commit': head, 'survivors': count, 'names': names})
   meta['commit_tests'] = head
 
 
@@ -177,10 +182,10 @@ def main(argv=None):
       meta = json.load(f)
   if args.rerun_survivors:
     rerun_survivors(session, meta)
-  if (args.resume or args.rerun_survivors) and args.timeout:
-    meta['timeout'] = args.timeout
+  # The limit of this run; the session's own (meta's) stays the first run's.
+  timeout = args.timeout or meta['timeout']
   if args.rerun_survivors:
-    meta['reruns'][-1]['timeout'] = meta['timeout']
+    meta['reruns'][-1]['timeout'] = timeout
   else:
     commit = subprocess.check_output(['git', 'rev-parse', 'HEAD'], cwd=REPO,
                                      universal_newlines=True).strip()
@@ -205,7 +210,7 @@ def main(argv=None):
     _copy_commit(tests_commit, copy)
     _copy_commit(tests_commit, pristine)
     config = os.path.join(work, 'config.toml')
-    write_config(config, args.population, pristine, meta['timeout'])
+    write_config(config, args.population, pristine, timeout)
     if not (args.resume or args.rerun_survivors):
       _run([_tool('cosmic-ray'), 'init', config, session], cwd=copy)
       _run([_tool('cr-filter-operators'), session, config], cwd=copy)
