@@ -180,12 +180,6 @@ def main(argv=None):
   if args.resume or args.rerun_survivors:
     with open(meta_path) as f:
       meta = json.load(f)
-  if args.rerun_survivors:
-    rerun_survivors(session, meta)
-  # The limit of this run; the session's own (meta's) stays the first run's.
-  timeout = args.timeout or meta['timeout']
-  if args.rerun_survivors:
-    meta['reruns'][-1]['timeout'] = timeout
   else:
     commit = subprocess.check_output(['git', 'rev-parse', 'HEAD'], cwd=REPO,
                                      universal_newlines=True).strip()
@@ -201,6 +195,11 @@ def main(argv=None):
             'seconds': 0.0}
     if os.path.exists(session):
       os.remove(session)
+  # The limit of this run; the session's own (meta's) stays the first run's.
+  timeout = args.timeout or meta['timeout']
+  if args.rerun_survivors:
+    rerun_survivors(session, meta)
+    meta['reruns'][-1]['timeout'] = timeout
 
   work = tempfile.mkdtemp(prefix='variable_mgr_mutants_')
   try:
