@@ -6,7 +6,9 @@
 Runs pytest under coverage.py over `variable_mgr/`, each test in its own
 context (context_plugin.py), the processes the tests start included
 (coverage's `patch = subprocess`: a CLI run, a cluster task, a worker
-measure themselves under the test that started them). The result,
+measure themselves under the test that started them; `sigterm = true`, so
+that a task stopped by SIGTERM still writes what it ran, though one killed
+by SIGKILL cannot). The result,
 tests/mutants/coverage_map.json, names for each package file and line the
 tests that ran it (a line run when pytest imported the module, outside
 any test, for every test that ran a line of the module);
@@ -42,6 +44,7 @@ RC_TEMPLATE = """\
 source = {source}
 parallel = true
 patch = subprocess
+sigterm = true
 context = ${{VM_MUTANT_TEST_ID-}}
 data_file = {data_file}
 """
