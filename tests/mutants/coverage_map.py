@@ -29,6 +29,7 @@ share one set).
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -147,7 +148,10 @@ def main(argv=None):
   args = parser.parse_args(argv)
   start = time.time()
   work = tempfile.mkdtemp(prefix='variable_mgr_coverage_map_')
-  new = measure(args.tests or ['tests'], work)
+  try:
+    new = measure(args.tests or ['tests'], work)
+  finally:
+    shutil.rmtree(work, ignore_errors=True)
   ran = set(t for lines in new.values() for ids in lines.values()
             for t in ids)
   files = load_map(args.out) if args.tests else {}
