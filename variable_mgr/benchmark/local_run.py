@@ -33,9 +33,11 @@ from variable_mgr import checkpoint
 from variable_mgr.allreduce import traffic as traffic_lib
 from variable_mgr.benchmark import batch_target
 from variable_mgr.benchmark import evaluation
+from variable_mgr.benchmark import flag_text
 from variable_mgr.benchmark import harness
 from variable_mgr.benchmark import output
 from variable_mgr.benchmark import run_config
+from variable_mgr.benchmark import train_dir_lock
 from variable_mgr.benchmark.cluster import in_process
 from variable_mgr.compat import tf
 
@@ -51,8 +53,20 @@ _SUMMARIES = ('the loss', 'the loss and learning rate',
 
 
 def run(args, log=print):
-  """Runs the parsed flags' configuration; writes `--output`; returns 0."""
-  results = run_one(run_config.from_args(args), log)
+  """Runs the parsed flags' configuration; writes `--output`; returns 0.
+
+  A training run with `--train_dir` holds the directory's lock
+  (`train_dir_lock`) from before its graph is built to its end.
+  """
+  lock = None
+  if args.train_dir and not args.eval:
+    lock = train_dir_lock.acquire(args.train_dir,
+                                  flag_text.given(args, 'train_dir'), log)
+  try:
+    results = run_one(run_config.from_args(args), log)
+  finally:
+    if lock is not None:
+      lock.release()
   if args.output:
     output.write_json(args.output, results, log)
   return 0
