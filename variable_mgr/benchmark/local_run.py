@@ -12,8 +12,11 @@ checkpoint and times the batches left to `--num_batches`, counted from
 global step 0 as tf_cnn_benchmarks counts them (`batch_target`); it saves
 at the end and,
 with `--save_model_secs`, also after the first step that ends at least
-that many seconds after the last save (or the start); the Saver keeps the
-last `--max_ckpts_to_keep`. With `--summary_dir` the summaries of
+that many seconds after the last save (or the start), with
+`--save_model_steps` N after every N-th timed step of this run (warm-up
+steps not counted, as tf_cnn_benchmarks counts its local step); the Saver
+keeps the last `--max_ckpts_to_keep`. Ctrl-C or SIGTERM save the step
+reached (`interrupted`). With `--summary_dir` the summaries of
 `--summary_verbosity` (see `harness`) are written after every
 `--save_summaries_steps`-th step (0: every step). With
 `--eval_during_training_every_n_steps N` the training variables are
@@ -35,6 +38,7 @@ from variable_mgr.benchmark import batch_target
 from variable_mgr.benchmark import evaluation
 from variable_mgr.benchmark import flag_text
 from variable_mgr.benchmark import harness
+from variable_mgr.benchmark import interrupted
 from variable_mgr.benchmark import output
 from variable_mgr.benchmark import run_config
 from variable_mgr.benchmark import train_dir_lock
@@ -64,6 +68,11 @@ def run(args, log=print):
                                   flag_text.given(args, 'train_dir'), log)
   try:
     results = run_one(run_config.from_args(args), log)
+  except interrupted.INTERRUPTIONS as e:
+    # Stopped before its steps (building the graph, restoring): nothing
+    # this run trained was saved; else `interrupted.session` said.
+    interrupted.note_unsaved(e, args.train_dir)
+    raise
   finally:
     if lock is not None:
       lock.release()
@@ -208,9 +217,14 @@ def run_benchmark(config, host, session_target='', session_config=None,
   eval_seconds = 0.0
   saved_steps = []
   summaries_written = 0
+  progress = interrupted.Progress()
   try:
-    with tf.Session(target=session_target, graph=g.graph,
-                    config=session_config) as sess:
+    with interrupted.session(
+        tf.Session(target=session_target, graph=g.graph,
+                   config=session_config), progress,
+        None if g.saver is None else
+        lambda sess: _save(sess, g, config.train_dir, log),
+        config.train_dir) as sess:
       sess.run(g.init_op)
       if g.saver is not None:
         restored_from = checkpoint.restore(sess, config.train_dir, g.saved,
@@ -244,6 +258,8 @@ def run_benchmark(config, host, session_target='', session_config=None,
       trace_step = -1 if config.num_warmup_batches else 0
       last_save = _clock()
 
+      # Restored and initialised: from here an interruption saves.
+      progress.started = True
       if config.num_warmup_batches:
         log('Running warm up')
       global_batch = config.batch_size * host.num_gpus
@@ -285,8 +301,11 @@ def run_benchmark(config, host, session_target='', session_config=None,
           eval_start = time.time()
           trainer_eval.evaluate(sess, g.eval_saver, log)
           eval_seconds += time.time() - eval_start
-        if (g.saver is not None and config.save_model_secs and
-            _clock() - last_save >= config.save_model_secs):
+        if g.saver is not None and (
+            (config.save_model_secs and
+             _clock() - last_save >= config.save_model_secs) or
+            (config.save_model_steps and step >= 0 and
+             (step + 1) % config.save_model_steps == 0)):
           saved_steps.append(_save(sess, g, config.train_dir, log))
           last_save = _clock()
       if step_times:
