@@ -10,6 +10,7 @@ is gone (see `launcher.watch_launcher`).
 
 import os
 
+from variable_mgr import cuda_probe
 from variable_mgr.benchmark import exit_status
 from variable_mgr.benchmark import output
 from variable_mgr.benchmark import run_config
@@ -33,6 +34,8 @@ def run(args, environ=None):
   launcher.watch_launcher(environ)
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   tf.get_logger().setLevel('ERROR')
+  # TensorFlow's expected cuInit error line where there is no driver.
+  cuda_probe.probe_devices()
   return exit_status.status_of(lambda: run_task(args, environ),
                                failures=(liveness.TaskFailedError,))
 
