@@ -249,11 +249,11 @@ def run_benchmark(config, host, session_target='', session_config=None,
       first_global_step = int(sess.run(g.global_step))
       # tf_cnn_benchmarks counts --num_batches from global step 0.
       num_batches = batch_target.batches_left(
-          config.num_batches, first_global_step, train_dir=config.train_dir)
+          config.num_batches, first_global_step, train_dir=config.train_dir,
+          num_warmup_batches=config.num_warmup_batches)
       if num_batches != config.num_batches:
-        log('Global step %d restored: %d of --num_batches=%d batches left '
-            '(counted from global step 0, as tf_cnn_benchmarks counts them)'
-            % (first_global_step, num_batches, config.num_batches))
+        log(batch_target.resume_line(config.num_batches, first_global_step,
+                                     num_batches, config.num_warmup_batches))
       # The traced step: the last warm-up batch, or the first timed one.
       trace_step = -1 if config.num_warmup_batches else 0
       last_save = _clock()
