@@ -39,6 +39,7 @@ from variable_mgr.benchmark import evaluation
 from variable_mgr.benchmark import flag_text
 from variable_mgr.benchmark import harness
 from variable_mgr.benchmark import interrupted
+from variable_mgr.benchmark import memory_estimate
 from variable_mgr.benchmark import output
 from variable_mgr.benchmark import run_config
 from variable_mgr.benchmark import train_dir_lock
@@ -67,7 +68,12 @@ def run(args, log=print):
     lock = train_dir_lock.acquire(args.train_dir,
                                   flag_text.given(args, 'train_dir'), log)
   try:
-    results = run_one(run_config.from_args(args), log)
+    config = run_config.from_args(args)
+    if not args.eval:
+      # Before any graph: a run that would not fit in memory.
+      resolved = config.resolved()
+      memory_estimate.check(resolved, resolved.num_gpus, args)
+    results = run_one(config, log)
   except interrupted.INTERRUPTIONS as e:
     # Stopped before its steps (building the graph, restoring): nothing
     # this run trained was saved; else `interrupted.session` said.
