@@ -8,11 +8,16 @@ process); --staged_vars reads parameter_server's variables through staging
 areas. Prints the mean tower loss of each step and the trained variables.
 """
 
+import os
 import socket
 import sys
 
 import numpy as np
-import tensorflow.compat.v1 as tf
+
+# TensorFlow's C++ info and warning lines stay off stderr (errors do not),
+# as the benchmark command has them.
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
 
 import variable_mgr
 
@@ -129,6 +134,10 @@ def train(strategy='replicated', staged_vars=False, steps=5):
 
 
 if __name__ == '__main__':
+  # Where there is no NVIDIA driver, TensorFlow's expected "failed call to
+  # cuInit" error line stays off stderr (variable_mgr.cuda_probe).
+  from variable_mgr import cuda_probe  # pylint: disable=g-import-not-at-top
+  cuda_probe.probe_devices()
   tf.disable_eager_execution()
   args = sys.argv[1:]
   staged = '--staged_vars' in args

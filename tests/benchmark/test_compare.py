@@ -49,11 +49,13 @@ def test_markdown_table_rows():
                       'final loss | options | step vs plain |')
   assert lines[6] == ('| replicated | 2 | 150.0 | 120.0-171.2 | 0.75 | 53.3 '
                       '| 1.500 | plain | - |')
-  assert lines[7] == ('| replicated | 4 | refused: no / way | | | | | '
+  assert lines[7] == ('| replicated | 4 | refused (1) | | | | | '
                       'relaxed | |')
   assert lines[8] == ('| independent | 1 | 10.0 | - | 1.00 | 1.0 | 1.000 | '
                       'fp16+bpps4 | 1.25x |')
-  assert lines[-1] == compare.NOTES
+  # Each refusal once under the table, with the cells it refused.
+  assert lines[-4:] == ['Refused:', '(1) no | way: replicated, relaxed at 4 '
+                        'towers', '', compare.NOTES]
 
 
 def test_option_set_overrides():
@@ -223,7 +225,11 @@ def test_compare_writes_table_and_png(tmp_path, capsys):
     assert f.read(8) == b'\x89PNG\r\n\x1a\n'
   height, width, _ = matplotlib_image.imread(png).shape
   assert width > height > 100
-  assert '[##############################] 4/4 done' in capsys.readouterr().out
+  out = capsys.readouterr().out
+  assert '[##############################] 4/4 done' in out
+  # Every file written is said.
+  for name in (compare.TABLE_FILE, compare.JSON_FILE, compare.CHART_FILE):
+    assert ('Wrote %s' % os.path.join(out_dir, name)) in out, name
 
 
 def test_without_matplotlib_table_still_written(tmp_path, monkeypatch):

@@ -108,10 +108,18 @@ def test_every_text_lies_inside_the_figure(chart):
 def test_legend_lists_the_series_with_data_and_the_footnote_the_rest(chart):
   rows = _rows()
   labels = [t.get_text() for t in chart.legend.get_texts()]
-  assert labels == _drawn_labels(rows)
-  assert 'independent, relaxed' not in labels
-  assert 'parameter_server, plain' in labels  # Ran at 2 towers.
-  assert 'replicated, fp16' in labels  # Refused at 2 towers, ran at 1.
+  # Several option sets: the strategies' colours, then the sets' styles,
+  # of the series with data (9 entries for 8 series of 3 strategies and 4
+  # sets; 20 series would still be 3 + 4).
+  drawn = _drawn_labels(rows)
+  assert labels == sorted(set(l.split(', ')[0] for l in drawn)) + [
+      'options: %s' % o for o in sorted(set(l.split(', ')[1] for l in drawn))]
+  assert labels == ['independent', 'parameter_server', 'replicated',
+                    'options: bpps2', 'options: fp16', 'options: plain',
+                    'options: relaxed']
+  # 'relaxed' ran under replicated only; fp16 was refused at 2 towers only.
+  assert 'independent, relaxed' not in drawn
+  assert 'replicated, fp16' in drawn
   assert chart.figure.legends == [chart.legend]
   assert [ax.get_legend() for ax in chart.figure.axes] == [None, None]
   assert chart.missing == [
@@ -132,20 +140,57 @@ def test_without_a_missing_point_no_footnote():
   assert [t.get_text() for t in chart.legend.get_texts()] == ['a', 'b']
 
 
-def test_a_series_has_one_colour_in_both_panels(chart):
+def _styles(chart, panel):
+  """{label: (colour, marker, line style)} of a panel's lines."""
+  return dict((label, (colors.to_rgba(lines[panel].get_color()),
+                       lines[panel].get_marker(),
+                       lines[panel].get_linestyle()))
+              for label, lines in chart.series.items() if panel in lines)
+
+
+def test_a_colour_a_strategy_and_a_style_an_option_set(chart):
   rows = _rows()
   speed, eff = _panels(chart)
   assert sorted(speed) == _drawn_labels(rows)
   assert sorted(eff) == sorted(set(speed) - {'parameter_server, plain'})
-  for label in eff:
-    assert speed[label] == eff[label], label
-  assert len(set(speed.values())) == len(speed)  # Each its own colour.
-  legend = dict((t.get_text(), colors.to_rgba(h.get_color()))
-                for t, h in zip(chart.legend.get_texts(),
-                                chart.legend.legend_handles
-                                if hasattr(chart.legend, 'legend_handles')
-                                else chart.legend.legendHandles))  # < 3.7
-  assert legend == speed
+  styles = _styles(chart, compare_chart.SPEED)
+  assert _styles(chart, compare_chart.EFFICIENCY) == dict(
+      (label, styles[label]) for label in eff)  # The same in both panels.
+  by_strategy, by_options = {}, {}
+  for label, (colour, marker, line) in styles.items():
+    strategy, options = label.split(', ')
+    by_strategy.setdefault(strategy, set()).add(colour)
+    by_options.setdefault(options, set()).add((marker, line))
+  # One colour a strategy, one marker and line style an option set, each
+  # its own; so every series its own look.
+  assert all(len(c) == 1 for c in by_strategy.values())
+  assert len(set(c.pop() for c in by_strategy.values())) == len(by_strategy)
+  assert all(len(m) == 1 for m in by_options.values())
+  marks = [m.pop() for m in by_options.values()]
+  assert len(set(marks)) == len(marks)
+  assert len(set(styles.values())) == len(styles)
+  # The legend's entries draw what they name.
+  handles = (chart.legend.legend_handles
+             if hasattr(chart.legend, 'legend_handles')
+             else chart.legend.legendHandles)  # < 3.7
+  for text, handle in zip(chart.legend.get_texts(), handles):
+    name = text.get_text()
+    mine = [v for l, v in styles.items() if l.split(', ')[0] == name or
+            'options: ' + l.split(', ')[1] == name]
+    assert mine, name
+    if name.startswith('options: '):
+      assert (handle.get_marker(), handle.get_linestyle()) == mine[0][1:]
+    else:
+      assert colors.to_rgba(handle.get_color()) == mine[0][0]
+
+
+def test_one_option_set_keeps_a_colour_a_series():
+  rows = [_row(s, k, 100.0 * k, 'plain') for s in ('a', 'b', 'c')
+          for k in (1, 2)]
+  chart = compare_chart.draw_chart(rows, 'title')
+  styles = _styles(chart, compare_chart.SPEED)
+  assert [t.get_text() for t in chart.legend.get_texts()] == ['a', 'b', 'c']
+  assert len(set(c for c, _, _ in styles.values())) == 3
 
 
 def test_points_are_the_rows_numbers(chart):

@@ -162,3 +162,54 @@ def test_the_command_names_a_truncated_tfrecord_file(mode, tmp_path, capsys):
   assert ('%s is truncated: record 1 (counting from 0) at byte ' % path) in line
   assert ("after the file's end (%d bytes); write the file again" % size
           in line)
+
+
+def _random_bytes(path, size=3000, seed=5):
+  with open(path, 'wb') as f:
+    f.write(np.random.RandomState(seed).bytes(size))
+
+
+def test_a_file_of_random_bytes_is_not_a_tfrecord_file(tmp_path, capsys):
+  """Random bytes named train-*: refused before any graph as not a
+  TFRecord file (not as truncated), naming the file."""
+  directory = str(tmp_path / 'data')
+  os.mkdir(directory)
+  for i in range(2):
+    _random_bytes(os.path.join(directory, 'train-0000%d-of-00002' % i),
+                  seed=i)
+  status = cli.main(['--model', 'trivial', '--data_name', 'imagenet',
+                     '--data_dir', directory, '--num_gpus', '1',
+                     '--batch_size', '4', '--num_batches', '1'])
+  captured = capsys.readouterr()
+  assert status == 2
+  assert captured.out == ''
+  path = os.path.join(directory, 'train-00000-of-00002')
+  assert captured.err == (
+      'variable_mgr_benchmark: error: --data_dir=%s: %s is not a TFRecord '
+      'file: its first 12 bytes are not a TFRecord header (the checksum of '
+      'the record length they would give does not match); imagenet reads '
+      "TFRecords of tf.train.Example as TensorFlow's build_imagenet_data.py "
+      'writes them: move the file out of --data_dir, or write it again from '
+      'its source\n' % (directory, path))
+
+
+def test_a_data_loss_in_a_file_that_is_not_a_tfrecord_names_it(tmp_path):
+  """Read while running (a file the check did not see), TensorFlow's
+  `truncated record at 0` is named as a file that is not a TFRecord."""
+  written = imagenet_files.write_upstream_layout(str(tmp_path))
+  foreign = str(tmp_path / 'train-00003-of-00008')
+  assert os.path.basename(foreign) in written
+  _random_bytes(foreign)
+  imagenet_records.FILES_READ.clear()
+  imagenet_records.FILES_READ.update(
+      os.path.join(str(tmp_path), name) for name in written)
+  try:
+    line = imagenet_records.describe_data_loss('truncated record at 0')
+  finally:
+    imagenet_records.FILES_READ.clear()
+  assert line == (
+      '%s is not a TFRecord file: its first 12 bytes are not a TFRecord '
+      'header (the checksum of the record length they would give does not '
+      'match); write the file again (or copy it again) from its source'
+      % foreign)
+  assert 'truncated' not in line

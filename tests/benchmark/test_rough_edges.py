@@ -549,7 +549,9 @@ def test_sigterm_is_reported_as_terminated():
       proc.wait()
   assert proc.returncode == 143, err
   assert err.splitlines()[-1] == (
-      PREFIX + 'terminated (SIGTERM): the run stopped before its end'), err
+      PREFIX + 'terminated (SIGTERM): the run stopped before its end; '
+      'nothing was saved: no --train_dir (pass --train_dir=DIR to keep a '
+      'checkpoint of the step an interrupted run reached)'), err
 
 
 def test_dead_task_message_reads_well():

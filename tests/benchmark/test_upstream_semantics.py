@@ -14,6 +14,7 @@
 """
 
 import json
+import re
 import os
 import sys
 
@@ -153,8 +154,8 @@ def test_a_restored_run_trains_to_num_batches(tmp_path, capsys):
   assert second['restored_from'].endswith('model.ckpt-25')
   assert (len(second['losses']), second['global_step']) == (15, 40)
   assert ('Global step 25 restored: 15 of --num_batches=40 batches left '
-          '(counted from global step 0, as tf_cnn_benchmarks counts them)'
-          in capsys.readouterr().out)
+          '(counted from global step 0, as tf_cnn_benchmarks counts them); '
+          'this run ends at global step 40\n' in capsys.readouterr().out)
   # Warm-up batches train too, before the timed ones, as upstream's.
   third = _run(common + ['--num_batches', '42', '--num_warmup_batches', '3'],
                tmp_path, 'third.json')
@@ -169,8 +170,44 @@ def test_a_restored_run_trains_to_num_batches(tmp_path, capsys):
         'checkpoint is at global step 45, and a restored run counts '
         '--num_batches (or --num_epochs) from global step 0, as '
         'tf_cnn_benchmarks does, so no batch is left to train; pass '
-        '--num_batches=N above 45 to train N - 45 more, or a new --train_dir '
-        'to start afresh' % (num_batches, train_dir))
+        '--num_batches=N above 45 to time N - 45 more batches, or a new '
+        '--train_dir to start afresh' % (num_batches, train_dir))
+
+
+def test_the_resume_advice_says_the_steps_the_run_takes(tmp_path, capsys):
+  """The refusal's advice and the restored run's line say the steps it
+  then takes, warm-up included (warm-up steps train, as upstream's), and
+  the global step it ends at; the run does what they say."""
+  train_dir = str(tmp_path / 'train')
+  common = ['--batch_size', '4', '--display_every', '100',
+            '--num_warmup_batches', '10', '--train_dir', train_dir]
+  first = _run(common + ['--num_batches', '3'], tmp_path, 'first.json')
+  assert first['global_step'] == 13
+  capsys.readouterr()
+  assert cli.main(common + ['--num_batches', '13']) == 2
+  err = capsys.readouterr().err
+  advice = re.search(r'pass --num_batches=N above (\d+) to time N - (\d+) '
+                     r'more batches after (\d+) warm-up steps '
+                     r'\(--num_warmup_batches\), which train too: the run '
+                     r'ends at global step N \+ (\d+), or a new', err)
+  assert advice, err
+  above, more, warmup, plus = (int(g) for g in advice.groups())
+  assert (above, more, warmup, plus) == (13, 13, 10, 10)
+  n = 16
+  second = _run(common + ['--num_batches', str(n)], tmp_path, 'second.json')
+  out = capsys.readouterr().out
+  line = re.search(r'Global step 13 restored: (\d+) of --num_batches=16 '
+                   r'batches left \(counted from global step 0, as '
+                   r'tf_cnn_benchmarks counts them\); with the (\d+) warm-up '
+                   r'steps before them, which train too, this run takes (\d+) '
+                   r'steps, to global step (\d+)', out)
+  assert line, out
+  left, warm, steps, end = (int(g) for g in line.groups())
+  # What was said is what ran.
+  assert left == n - more == len(second['losses']) == 3
+  assert warm == 10 and steps == warm + left
+  assert end == second['global_step'] == n + plus == 13 + steps == 26
+  assert 'Saved %s/model.ckpt-26' % train_dir in out
 
 
 def test_a_cluster_refuses_a_checkpoint_past_its_target(tmp_path):

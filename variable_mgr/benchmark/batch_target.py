@@ -46,7 +46,7 @@ def checkpoint_global_step(train_dir):
 
 
 def batches_left(num_batches, global_step, updates_a_step=1,
-                 train_dir=None):
+                 train_dir=None, num_warmup_batches=None):
   """The timed batches of a run whose variables are at `global_step`:
   tf_cnn_benchmarks' `num_batches - global_step // updates_a_step`.
 
@@ -56,6 +56,8 @@ def batches_left(num_batches, global_step, updates_a_step=1,
     updates_a_step: how much the global step grows a step of this worker
       (the workers, under asynchronous steps; else 1).
     train_dir: the checkpoint's directory, for the message.
+    num_warmup_batches: the run's warm-up steps, for the message (None: not
+      said).
 
   Raises:
     TargetReachedError: no batch is left.
@@ -67,12 +69,43 @@ def batches_left(num_batches, global_step, updates_a_step=1,
         '--num_batches=%d --train_dir=%s: its checkpoint is at global step '
         '%d%s, and a restored run counts --num_batches (or --num_epochs) '
         'from global step 0, as tf_cnn_benchmarks does, so no batch is left '
-        'to train; pass --num_batches=N above %d to train N - %d more, or a '
-        'new --train_dir to start afresh' % (
+        'to train; pass --num_batches=N above %d to time N - %d more '
+        'batches%s, or a new --train_dir to start afresh' % (
             num_batches, train_dir, global_step,
             '' if updates_a_step == 1 else ' (%d steps a worker)' % steps,
-            steps, steps))
+            steps, steps, _warmup_words(num_warmup_batches, updates_a_step,
+                                        global_step, 'N')))
   return left
+
+
+def _warmup_words(num_warmup_batches, updates_a_step, global_step, target):
+  """What the warm-up steps add to a restored run, in words: they run
+  before the timed batches and train too, so the global step ends past
+  --num_batches by them (tf_cnn_benchmarks counts alike)."""
+  if not num_warmup_batches:
+    return ''
+  words = (' after %d warm-up steps (--num_warmup_batches), which train too'
+           % num_warmup_batches)
+  if updates_a_step == 1:
+    words += ': the run ends at global step %s + %d' % (target,
+                                                        num_warmup_batches)
+  return words
+
+
+def resume_line(num_batches, global_step, left, num_warmup_batches):
+  """The line of a run on one machine that restored `global_step` and times
+  `left` of `num_batches`: the steps it takes and its last global step."""
+  line = ('Global step %d restored: %d of --num_batches=%d batches left '
+          '(counted from global step 0, as tf_cnn_benchmarks counts them)'
+          % (global_step, left, num_batches))
+  if num_warmup_batches:
+    line += ('; with the %d warm-up steps before them, which train too, '
+             'this run takes %d steps, to global step %d' % (
+                 num_warmup_batches, num_warmup_batches + left,
+                 global_step + num_warmup_batches + left))
+  else:
+    line += '; this run ends at global step %d' % (global_step + left)
+  return line
 
 
 def check_restored(config, updates_a_step=1):
@@ -87,4 +120,4 @@ def check_restored(config, updates_a_step=1):
   if global_step is None:
     return config.num_batches
   return batches_left(config.num_batches, global_step, updates_a_step,
-                      config.train_dir)
+                      config.train_dir, config.num_warmup_batches)

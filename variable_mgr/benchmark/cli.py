@@ -21,6 +21,7 @@ graph (flags, paths, the GPUs of --device=gpu) is made before one is built.
 import os
 import sys
 
+from variable_mgr import cuda_probe
 from variable_mgr.benchmark import exit_status
 from variable_mgr.benchmark import flags
 from variable_mgr.benchmark.cluster import task_spec
@@ -57,6 +58,8 @@ def main(argv=None):
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   tf.get_logger().setLevel('ERROR')
+  # TensorFlow's expected cuInit error line where there is no driver.
+  cuda_probe.probe_devices()
   with exit_status.sigterm_raises():
     return exit_status.status_of(lambda: _run_locally(args))
 

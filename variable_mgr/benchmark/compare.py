@@ -4,12 +4,17 @@ table and a chart.
 Writes into the output directory:
 - `results.md`: images/sec, the range of one step's images/sec, scaling
   efficiency and step time per run, under the machine it ran on
-  (processors, the towers' virtual CPU devices, TensorFlow);
+  (processors, the towers' virtual CPU devices, TensorFlow); a refused
+  row says `refused (n)`, and each reason is written once under the
+  table, with the cells it refused;
 - `results.png`: images/sec and scaling efficiency against the tower count,
-  one line per strategy and option set, one colour each in both panels;
-  the refused points are named under the legend, not drawn
+  one line per strategy and option set: one colour a strategy, one marker
+  and line style an option set, in both panels; the refused points are
+  named under the legend, not drawn
   (`compare_chart`; needs matplotlib: `pip install matplotlib`);
-- `results.json`: the same numbers.
+- `results.json`: the same numbers (each refusal whole in its row).
+
+The command says each file it wrote.
 
 Scaling efficiency of a strategy at k towers is its images/sec divided by k
 times its own images/sec at one tower (1.0 = linear scaling). On virtual CPU
@@ -25,7 +30,8 @@ exactly the options of its set (`--fp16_loss_scale` and
 `--fp16_inc_loss_scale_every_n` apply to the sets with fp16 and fp16_auto);
 without the flag, one set: the training options of the other flags. A
 combination the library refuses (relaxed outside replicated, relaxed with
-bpps<N> for N > 1, fp16 with resnet20) is a 'refused' row that says why.
+bpps<N> for N > 1, fp16 with resnet20) is a 'refused' row, its reason
+under the table.
 Scaling efficiency compares a set with its own one-tower run; `step vs
 plain` is a run's step time over the plain run of the same strategy and
 tower count (when `plain` is one of the sets). With bpps<N> a step is one
@@ -183,11 +189,14 @@ def markdown_table(rows, title, machine=None):
   """The rows as a Markdown table, under a `## title` heading and, when
   given, the `machine` line, followed by NOTES."""
   cells = []
+  reasons = []  # Each refusal's reason once, numbered in order.
   for r in rows:
     if r.error:
+      if r.error not in reasons:
+        reasons.append(r.error)
       cells.append([r.strategy, str(r.towers),
-                    'refused: %s' % r.error.replace('|', '/'), '', '', '',
-                    '', r.options, ''])
+                    'refused (%d)' % (reasons.index(r.error) + 1), '', '',
+                    '', '', r.options, ''])
       continue
     spread = ('-' if r.step_range is None else
               '%.1f-%.1f' % tuple(r.step_range))
@@ -202,8 +211,26 @@ def markdown_table(rows, title, machine=None):
       ['strategy', 'towers', 'images/sec', 'one step (images/sec)',
        'scaling efficiency', 'step (ms)', 'final loss', 'options',
        'step vs plain'], cells, 'lrrrrrrlr')
+  if reasons:
+    lines += ['', 'Refused:']
+    for i, reason in enumerate(reasons):
+      lines.append('(%d) %s: %s' % (i + 1, reason, '; '.join(
+          '%s, %s at %s' % (strategy, options, towers)
+          for strategy, options, towers in _refused_cells(rows, reason))))
   lines += ['', NOTES]
   return '\n'.join(lines) + '\n'
+
+
+def _refused_cells(rows, reason):
+  """[(strategy, option set, 'k, m towers')] of the rows refused for
+  `reason`, in the rows' order."""
+  cells = collections.OrderedDict()
+  for r in rows:
+    if r.error == reason:
+      cells.setdefault((r.strategy, r.options), []).append(r.towers)
+  return [(s, o, '%s tower%s' % (', '.join(str(t) for t in towers),
+                                 '' if towers == [1] else 's'))
+          for (s, o), towers in cells.items()]
 
 
 # The chart's file writer, here as before the chart had a module of its own.
@@ -287,6 +314,8 @@ def run_compare(args, log=print):
     f.write('\n')
   log(table)
   log('Wrote %s' % os.path.join(args.compare_dir, TABLE_FILE))
+  log('Wrote %s (the rows as JSON)' % os.path.join(args.compare_dir,
+                                                   JSON_FILE))
   chart = os.path.join(args.compare_dir, CHART_FILE)
   if not any(r.images_per_sec for r in rows):
     log('No configuration ran (every one was refused, or none had timed '

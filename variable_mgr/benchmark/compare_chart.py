@@ -3,7 +3,9 @@ count, one line per series (a strategy, or a strategy and an option set).
 
 Its layout, top to bottom: the title and the machine line, each wrapped to
 the figure's width; the two panels; one legend for both panels, of the
-series that have data, each series one colour and marker in both; a
+series that have data: one colour a strategy and, with several option
+sets, one marker and line style a set, the legend listing the strategies'
+colours and the sets' styles (not every pair); a
 footnote naming the series and tower counts that have no point (refused, or
 without timed batches), whose reasons the table gives. The figure grows in
 height to hold the wrapped text, so the panels keep their size.
@@ -44,9 +46,9 @@ def series_label(strategy, options, several):
 
 
 def _series(rows):
-  """[(label, [rows with data], [(reason, [towers])] without)], sorted by
-  strategy and option set; a row's reason is 'refused' or 'no timed
-  batches'."""
+  """[(label, [rows with data], [(reason, [towers])] without, strategy,
+  option set)], sorted by strategy and option set; a row's reason is
+  'refused' or 'no timed batches'."""
   several = len(set(r.options for r in rows)) > 1
   out = []
   for strategy, options in sorted(set((r.strategy, r.options) for r in rows)):
@@ -59,18 +61,31 @@ def _series(rows):
         reason = REFUSED if r.error else NO_TIMED_BATCHES
         gaps.setdefault(reason, []).append(r.towers)
     out.append((series_label(strategy, options, several), drawn,
-                list(gaps.items())))
+                list(gaps.items()), strategy, options))
   return out
 
 
-def _styles(matplotlib, count):
-  """[(colour, marker)] for `count` series: tab10's colours (tab20's past
-  ten), then the next marker once the colours run out."""
-  colours = matplotlib.colormaps['tab10' if count <= 10 else 'tab20'].colors
-  markers = 'osD^vP*X'
-  return [(colours[i % len(colours)],
-           markers[(i // len(colours)) % len(markers)])
-          for i in range(count)]
+# An option set's marker and line style, in the order of the sets.
+OPTION_STYLES = (('o', '-'), ('s', '--'), ('^', ':'), ('D', '-.'),
+                 ('v', (0, (5, 1))), ('P', (0, (3, 1, 1, 1))), ('X', '-'),
+                 ('*', '--'))
+
+
+def _styles(matplotlib, series):
+  """{label: (colour, marker, line style)} of the series with data: one
+  colour a strategy (tab10's; tab20's past ten) and, with several option
+  sets, one marker and line style a set; with one set, one colour a
+  series."""
+  strategies = sorted(set(strategy for _, strategy, _, _ in series))
+  options = sorted(set(option for _, _, option, _ in series))
+  colours = matplotlib.colormaps['tab10' if len(strategies) <= 10 else
+                                 'tab20'].colors
+  styles = {}
+  for label, strategy, option, _ in series:
+    marker, line = OPTION_STYLES[options.index(option) % len(OPTION_STYLES)]
+    styles[label] = (colours[strategies.index(strategy) % len(colours)],
+                     marker, line)
+  return styles
 
 
 def _fit_width(fig, text, paragraphs, max_px):
@@ -104,11 +119,13 @@ def _missing_note(missing):
 
 def _plot(matplotlib, speed_ax, eff_ax, series):
   """Draws the lines of each series with data, in one style a series in
-  both panels; {label: {panel: Line2D}}."""
+  both panels (`_styles`); {label: {panel: Line2D}}."""
   lines = collections.OrderedDict()
-  series = [(label, drawn) for label, drawn, _ in series if drawn]
-  styles = _styles(matplotlib, len(series))
-  for (label, drawn), (colour, marker) in zip(series, styles):
+  series = [(label, strategy, options, drawn)
+            for label, drawn, _, strategy, options in series if drawn]
+  styles = _styles(matplotlib, series)
+  for label, _, _, drawn in series:
+    colour, marker, line = styles[label]
     towers = [r.towers for r in drawn]
     speeds = [r.images_per_sec for r in drawn]
     # Error bars: the slowest and the fastest step. matplotlib takes no
@@ -119,27 +136,55 @@ def _plot(matplotlib, speed_ax, eff_ax, series):
     high = [max(0.0, r.step_range[1] - s) if r.step_range else 0.0
             for s, r in zip(speeds, drawn)]
     bars = speed_ax.errorbar(towers, speeds, yerr=[low, high], marker=marker,
-                             color=colour, capsize=3, label=label)
+                             linestyle=line, color=colour, capsize=3,
+                             label=label)
     lines[label] = {SPEED: bars.lines[0]}
     eff = [(r.towers, r.efficiency) for r in drawn
            if r.efficiency is not None]
     if eff:
       lines[label][EFFICIENCY], = eff_ax.plot(
           [t for t, _ in eff], [e for _, e in eff], marker=marker,
-          color=colour, label=label)
+          linestyle=line, color=colour, label=label)
   return lines
 
 
-def _legend(fig, lines, max_px):
+def _legend_entries(series, lines):
+  """(handles, labels) of the legend. With one option set, a series an
+  entry. With several: a strategy an entry (its colour, a plain line),
+  then an option set an entry (its marker and line style, in grey), so
+  that 4 strategies and 5 sets are 9 entries, not 20."""
+  from matplotlib import lines as mpl_lines  # pylint: disable=g-import-not-at-top
+  drawn = [(label, strategy, options) for label, rows, _, strategy, options
+           in series if rows]
+  if len(set(options for _, _, options in drawn)) <= 1:
+    return [panels[SPEED] for panels in lines.values()], list(lines)
+  handles, labels = [], []
+  for strategy in sorted(set(s for _, s, _ in drawn)):
+    label = [l for l, s, _ in drawn if s == strategy][0]
+    handles.append(mpl_lines.Line2D(
+        [], [], color=lines[label][SPEED].get_color(), linestyle='-',
+        linewidth=3))
+    labels.append(strategy)
+  for options in sorted(set(o for _, _, o in drawn)):
+    label = [l for l, _, o in drawn if o == options][0]
+    speed = lines[label][SPEED]
+    handles.append(mpl_lines.Line2D(
+        [], [], color='dimgrey', marker=speed.get_marker(),
+        linestyle=speed.get_linestyle()))
+    labels.append('options: %s' % options)
+  return handles, labels
+
+
+def _legend(fig, entries, max_px):
   """One legend of both panels below them, in as many columns as fit (at
   most four), its rows filled evenly."""
-  if not lines:
+  handles, labels = entries
+  if not handles:
     return None
-  handles = [panels[SPEED] for panels in lines.values()]
   renderer = fig.canvas.get_renderer()
   for most in range(min(4, len(handles)), 0, -1):
     ncol = -(-len(handles) // -(-len(handles) // most))
-    legend = fig.legend(handles, list(lines), loc='lower center',
+    legend = fig.legend(handles, labels, loc='lower center',
                         ncol=ncol, fontsize='small', frameon=False)
     if ncol == 1 or legend.get_window_extent(renderer).width <= max_px:
       return legend
@@ -172,7 +217,7 @@ def draw_chart(rows, title, machine=None):
   eff_ax.axhline(1.0, color='grey', linestyle='--', linewidth=1)
   eff_ax.set_ylim(bottom=0)
 
-  missing = [(label, why, towers) for label, _, gaps in series
+  missing = [(label, why, towers) for label, _, gaps, _, _ in series
              for why, towers in gaps]
   header = [fig.text(0.5, 1.0, '', ha='center', va='top', fontsize='medium')]
   _fit_width(fig, header[0], [title], max_px)
@@ -186,7 +231,7 @@ def draw_chart(rows, title, machine=None):
     footnote = fig.text(0.5, 0.0, '', ha='center', va='bottom',
                         fontsize='small', style='italic')
     _fit_width(fig, footnote, [note], max_px)
-  legend = _legend(fig, lines, max_px)
+  legend = _legend(fig, _legend_entries(series, lines), max_px)
   _stack(fig, header, [legend, footnote])
   fig.canvas.draw()
   return Chart(fig, header + [None] * (2 - len(header)) + [footnote],

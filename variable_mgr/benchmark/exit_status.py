@@ -88,12 +88,20 @@ def status_of(run, failures=()):
     return fail(e, FAILURE)
   except tf.errors.OpError as e:
     return fail(op_error_line(e, tf.errors.DataLossError), FAILURE)
-  except KeyboardInterrupt:
-    return fail('interrupted (SIGINT, Ctrl-C): the run stopped before its end',
-                INTERRUPTED)
-  except Terminated:
-    return fail('terminated (SIGTERM): the run stopped before its end',
-                TERMINATED)
+  except KeyboardInterrupt as e:
+    return fail('interrupted (SIGINT, Ctrl-C): the run stopped before its '
+                'end' + _note(e), INTERRUPTED)
+  except Terminated as e:
+    return fail('terminated (SIGTERM): the run stopped before its end' +
+                _note(e), TERMINATED)
+
+
+def _note(error):
+  """'; ' and what an interrupted run saved, when the run said
+  (`interrupted`); '' else (a cluster task: its chief's saves are its
+  own)."""
+  note = getattr(error, 'note', None)
+  return '; ' + note if note else ''
 
 
 # Lines of an OpError's message that are TensorFlow's wrapping, not the

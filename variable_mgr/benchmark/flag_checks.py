@@ -57,8 +57,9 @@ UNDISTORTED = ('digits',)
 CLUSTER_UNSUPPORTED = ('eval', 'eval_during_training_every_n_steps',
                        'forward_only')
 # Training flags --eval refuses rather than ignores.
-EVAL_IGNORED = ('save_model_secs', 'max_ckpts_to_keep', 'summary_dir',
-                'trace_file', 'measure_traffic', 'gradient_clip')
+EVAL_IGNORED = ('save_model_secs', 'save_model_steps', 'max_ckpts_to_keep',
+                'summary_dir', 'trace_file', 'measure_traffic',
+                'gradient_clip')
 # Flags the --compare sweep refuses (it prints no step line; --eval is
 # refused with a message of its own).
 COMPARE_UNSUPPORTED = ('eval_during_training_every_n_steps', 'forward_only',
@@ -225,6 +226,7 @@ _MODIFIERS = (
     ('save_summaries_steps', 'summary_dir'),
     ('summary_verbosity', 'summary_dir'),
     ('save_model_secs', 'train_dir'),
+    ('save_model_steps', 'train_dir'),
     ('max_ckpts_to_keep', 'train_dir'),
 )
 

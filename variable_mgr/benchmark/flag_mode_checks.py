@@ -22,8 +22,7 @@ TASK_FLAGS = ('job_name', 'task_index', 'ps_hosts', 'worker_hosts',
 CONTROLLER_STRATEGY = 'distributed_all_reduce'
 # Flags a cluster run reads and a run on one machine would ignore.
 CLUSTER_ONLY_FLAGS = ('cross_replica_sync', 'op_timeout_secs',
-                      'startup_timeout_secs', 'save_model_steps', 'num_ps',
-                      'num_workers')
+                      'startup_timeout_secs', 'num_ps', 'num_workers')
 # Flags a run on one machine reads and a cluster run would ignore.
 LOCAL_ONLY_FLAGS = ('trace_file', 'summary_dir', 'measure_traffic')
 COMPARE_FLAGS = ('compare_dir', 'compare_strategies', 'compare_towers',

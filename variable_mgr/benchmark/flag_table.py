@@ -273,6 +273,10 @@ DATA_FLAGS = (
     flag('save_model_secs', t.int_at_least(0), 0,
          'also save a checkpoint into --train_dir every this many seconds '
          '(0: off)'),
+    flag('save_model_steps', t.int_at_least(0), 0,
+         'also save a checkpoint into --train_dir every this many steps (on '
+         'one machine timed steps, as tf_cnn_benchmarks counts; a cluster\'s '
+         'chief counts warm-up steps too; 0: only at the end)'),
     flag('max_ckpts_to_keep', t.int_at_least(1), 5,
          'checkpoints kept in --train_dir'),
     flag('save_summaries_steps', t.int_at_least(0), 0,
@@ -306,9 +310,6 @@ CLUSTER_FLAGS = (
     flag('startup_timeout_secs', t.positive_float, 300.0,
          'how long a task waits for the others to come up and for the chief '
          'to initialise'),
-    flag('save_model_steps', t.int_at_least(0), 0,
-         'the chief also saves a checkpoint every this many steps (0: only '
-         'at the end)'),
     flag('variable_partition_min_bytes', t.int_at_least(0), 0,
          'distributed PS strategies: split every variable of more than this '
          'many bytes into at most one slice a PS task, none under this size '

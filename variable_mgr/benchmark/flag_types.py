@@ -7,6 +7,7 @@ the caller fills in ('--num_gpus=0: must be at least 1; pass --num_gpus=1
 or more'). `ValueParser` makes one an absl `ArgumentParser`.
 """
 
+import difflib
 import math
 import re
 
@@ -145,8 +146,11 @@ def one_of(choices, lower=False, refused=None):
     if choice in refused:
       raise ValueError(refused[choice])
     if choice not in choices:
-      raise ValueError('invalid choice %r; pass one of %s (e.g. {flag}=%s)' %
-                       (value, ', '.join(choices), choices[0]))
+      near = difflib.get_close_matches(choice, list(choices), 1, 0.75)
+      raise ValueError(
+          'invalid choice %r; %spass one of %s (e.g. {flag}=%s)' % (
+              value, 'did you mean {flag}=%s? ' % near[0] if near else '',
+              ', '.join(choices), near[0] if near else choices[0]))
     return choice
   return parse
 

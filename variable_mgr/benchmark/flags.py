@@ -81,8 +81,10 @@ parse_piecewise_schedule = lr_schedule.parse_piecewise_schedule
 check_output_path = flag_paths.check_output_path
 
 DESCRIPTION = (
-    'Data-parallel training benchmark for variable_mgr strategies on '
-    'synthetic data. Towers are virtual CPU devices with --device=cpu. '
+    'Data-parallel training benchmark for variable_mgr strategies, on '
+    'synthetic data by default or on real data (--data_dir, '
+    '--data_name=digits), with checkpoints (--train_dir) and evaluation '
+    '(--eval). Towers are virtual CPU devices with --device=cpu. '
     'Flags follow tf_cnn_benchmarks; a boolean flag takes absl\'s forms: '
     '--flag, --flag=true|false, --noflag. --flagfile=FILE reads flags from '
     'FILE; --helpfull lists tf_cnn_benchmarks\' flags this benchmark refuses '

@@ -34,6 +34,7 @@ import struct
 
 from variable_mgr import compat
 from variable_mgr.benchmark import dataset_base
+from variable_mgr.benchmark import tfrecord_headers
 from variable_mgr.compat import tf
 
 NUM_CLASSES = 1001
@@ -81,7 +82,17 @@ class ImageNet(dataset_base.DataSet):
     return found
 
   def check_subset(self, subset):
-    self.files(subset)
+    """The files of `subset`; a file that does not start with a TFRecord
+    header (12 bytes read a file) is refused here, before any graph."""
+    for path in self.files(subset):
+      foreign = tfrecord_headers.not_a_tfrecord_file(path)
+      if foreign is not None:
+        raise dataset_base.DataFileError(
+            '--data_dir=%s: %s is not a TFRecord file: %s; imagenet reads '
+            "TFRecords of tf.train.Example as TensorFlow's "
+            'build_imagenet_data.py writes them: move the file out of '
+            '--data_dir, or write it again from its source' % (
+                self.data_dir, path, foreign))
 
   def num_examples(self, subset):
     return None
@@ -266,6 +277,8 @@ def truncation_of(path):
         return ('record %d (counting from 0) starts at byte %d and the file '
                 'ends %d bytes later, inside its 12-byte header' % (
                     index, position, len(header)))
+      if not tfrecord_headers.header_is_whole(header):
+        return None  # Not a record boundary: damaged, not cut short.
       (length,) = struct.unpack('<Q', header[:8])
       end = position + RECORD_HEADER_BYTES + length + RECORD_FOOTER_BYTES
       if end > size:
@@ -286,6 +299,10 @@ def describe_data_loss(message):
   for path in sorted(FILES_READ):
     if not os.path.isfile(path) or (
         offset is not None and os.path.getsize(path) <= offset):
+      continue
+    foreign = tfrecord_headers.not_a_tfrecord_file(path)
+    if foreign is not None:
+      damaged.append('%s is not a TFRecord file: %s' % (path, foreign))
       continue
     truncation = truncation_of(path)
     if truncation is not None:

@@ -12,8 +12,11 @@ checkpoint and times the batches left to `--num_batches`, counted from
 global step 0 as tf_cnn_benchmarks counts them (`batch_target`); it saves
 at the end and,
 with `--save_model_secs`, also after the first step that ends at least
-that many seconds after the last save (or the start); the Saver keeps the
-last `--max_ckpts_to_keep`. With `--summary_dir` the summaries of
+that many seconds after the last save (or the start), with
+`--save_model_steps` N after every N-th timed step of this run (warm-up
+steps not counted, as tf_cnn_benchmarks counts its local step); the Saver
+keeps the last `--max_ckpts_to_keep`. Ctrl-C or SIGTERM save the step
+reached (`interrupted`). With `--summary_dir` the summaries of
 `--summary_verbosity` (see `harness`) are written after every
 `--save_summaries_steps`-th step (0: every step). With
 `--eval_during_training_every_n_steps N` the training variables are
@@ -33,9 +36,13 @@ from variable_mgr import checkpoint
 from variable_mgr.allreduce import traffic as traffic_lib
 from variable_mgr.benchmark import batch_target
 from variable_mgr.benchmark import evaluation
+from variable_mgr.benchmark import flag_text
 from variable_mgr.benchmark import harness
+from variable_mgr.benchmark import interrupted
+from variable_mgr.benchmark import memory_estimate
 from variable_mgr.benchmark import output
 from variable_mgr.benchmark import run_config
+from variable_mgr.benchmark import train_dir_lock
 from variable_mgr.benchmark.cluster import in_process
 from variable_mgr.compat import tf
 
@@ -51,8 +58,30 @@ _SUMMARIES = ('the loss', 'the loss and learning rate',
 
 
 def run(args, log=print):
-  """Runs the parsed flags' configuration; writes `--output`; returns 0."""
-  results = run_one(run_config.from_args(args), log)
+  """Runs the parsed flags' configuration; writes `--output`; returns 0.
+
+  A training run with `--train_dir` holds the directory's lock
+  (`train_dir_lock`) from before its graph is built to its end.
+  """
+  lock = None
+  if args.train_dir and not args.eval:
+    lock = train_dir_lock.acquire(args.train_dir,
+                                  flag_text.given(args, 'train_dir'), log)
+  try:
+    config = run_config.from_args(args)
+    if not args.eval:
+      # Before any graph: a run that would not fit in memory.
+      resolved = config.resolved()
+      memory_estimate.check(resolved, resolved.num_gpus, args)
+    results = run_one(config, log)
+  except interrupted.INTERRUPTIONS as e:
+    # Stopped before its steps (building the graph, restoring): nothing
+    # this run trained was saved; else `interrupted.session` said.
+    interrupted.note_unsaved(e, args.train_dir)
+    raise
+  finally:
+    if lock is not None:
+      lock.release()
   if args.output:
     output.write_json(args.output, results, log)
   return 0
@@ -194,9 +223,14 @@ def run_benchmark(config, host, session_target='', session_config=None,
   eval_seconds = 0.0
   saved_steps = []
   summaries_written = 0
+  progress = interrupted.Progress()
   try:
-    with tf.Session(target=session_target, graph=g.graph,
-                    config=session_config) as sess:
+    with interrupted.session(
+        tf.Session(target=session_target, graph=g.graph,
+                   config=session_config), progress,
+        None if g.saver is None else
+        lambda sess: _save(sess, g, config.train_dir, log),
+        config.train_dir) as sess:
       sess.run(g.init_op)
       if g.saver is not None:
         restored_from = checkpoint.restore(sess, config.train_dir, g.saved,
@@ -221,15 +255,17 @@ def run_benchmark(config, host, session_target='', session_config=None,
       first_global_step = int(sess.run(g.global_step))
       # tf_cnn_benchmarks counts --num_batches from global step 0.
       num_batches = batch_target.batches_left(
-          config.num_batches, first_global_step, train_dir=config.train_dir)
+          config.num_batches, first_global_step, train_dir=config.train_dir,
+          num_warmup_batches=config.num_warmup_batches)
       if num_batches != config.num_batches:
-        log('Global step %d restored: %d of --num_batches=%d batches left '
-            '(counted from global step 0, as tf_cnn_benchmarks counts them)'
-            % (first_global_step, num_batches, config.num_batches))
+        log(batch_target.resume_line(config.num_batches, first_global_step,
+                                     num_batches, config.num_warmup_batches))
       # The traced step: the last warm-up batch, or the first timed one.
       trace_step = -1 if config.num_warmup_batches else 0
       last_save = _clock()
 
+      # Restored and initialised: from here an interruption saves.
+      progress.started = True
       if config.num_warmup_batches:
         log('Running warm up')
       global_batch = config.batch_size * host.num_gpus
@@ -271,8 +307,11 @@ def run_benchmark(config, host, session_target='', session_config=None,
           eval_start = time.time()
           trainer_eval.evaluate(sess, g.eval_saver, log)
           eval_seconds += time.time() - eval_start
-        if (g.saver is not None and config.save_model_secs and
-            _clock() - last_save >= config.save_model_secs):
+        if g.saver is not None and (
+            (config.save_model_secs and
+             _clock() - last_save >= config.save_model_secs) or
+            (config.save_model_steps and step >= 0 and
+             (step + 1) % config.save_model_steps == 0)):
           saved_steps.append(_save(sess, g, config.train_dir, log))
           last_save = _clock()
       if step_times:

@@ -2,6 +2,7 @@
 lines and closing total, and the results as JSON."""
 
 import json
+import os
 
 import numpy as np
 
@@ -31,8 +32,23 @@ def print_header(config, host, log):
   log('Devices:     %s%s' % (list(host.raw_devices), (
       ' (--device=gpu: no GPU found, running on the CPU)'
       if getattr(config, 'device_fallback', False) else '')))
+  if getattr(config, 'device_fallback', False) and host.num_gpus > 1:
+    log('--device=gpu found no GPU: the %d towers are %d virtual CPU devices '
+        'sharing this machine\'s %d processors and its memory (pass '
+        '--device=cpu to say so, or fewer --num_gpus)' % (
+            host.num_gpus, host.num_gpus, os.cpu_count() or 1))
   log('Data format: NHWC')
   log('Dataset:     %s' % dataset_line(config))
+  if config.eval:
+    # Training-only lines are left out: the optimizer, the strategy and the
+    # training options the checkpoint was trained under are not recorded in
+    # it, and the evaluation graph's own (one forward pass a tower, its
+    # variables restored by canonical name) would read as if they were.
+    log('Variables:   restored from --train_dir=%s (any strategy\'s '
+        'checkpoint; the evaluation runs forward passes only)'
+        % config.train_dir)
+    log('==========')
+    return
   from variable_mgr.benchmark import optimizers  # pylint: disable=g-import-not-at-top
   # The optimizer and its learning rate (the schedule's steps at this
   # global batch).

@@ -81,6 +81,7 @@ CONFIG_FIELDS = collections.OrderedDict([
     ('num_intra_threads', None),
     ('num_inter_threads', 0),
     ('save_model_secs', 0),
+    ('save_model_steps', 0),
     ('max_ckpts_to_keep', 5),
     ('save_summaries_steps', 0),
     ('summary_verbosity', 0),

@@ -32,6 +32,8 @@ from variable_mgr.benchmark import exit_status
 from variable_mgr.benchmark import local_run
 from variable_mgr.benchmark import output
 from variable_mgr.benchmark import run_config
+from variable_mgr.benchmark import train_dir_lock
+from variable_mgr.benchmark.cluster import launcher
 from variable_mgr.benchmark.cluster import liveness
 from variable_mgr.benchmark.cluster import servers
 from variable_mgr.benchmark.cluster import task_spec
@@ -142,7 +144,14 @@ def run_task(args, environ=None, log=print):
   if spec.job_name == 'worker':
     run_config.check_devices(args.device, args.num_gpus)
     return serve(spec, args, log)
-  results = drive(spec, run_config.from_args(args), args, log)
+  launched = (os.environ if environ is None else environ).get(
+      launcher.LAUNCHER_FD_ENV)
+  lock = train_dir_lock.acquire_for_task(args, True, bool(launched), log)
+  try:
+    results = drive(spec, run_config.from_args(args), args, log)
+  finally:
+    if lock is not None:
+      lock.release()
   if args.output:
     output.write_json(args.output, results)
   return 0

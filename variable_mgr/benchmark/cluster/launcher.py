@@ -42,6 +42,7 @@ import time
 
 from variable_mgr.benchmark import exit_status
 from variable_mgr.benchmark import output
+from variable_mgr.benchmark import train_dir_lock
 from variable_mgr.benchmark.cluster import netns
 from variable_mgr.benchmark.cluster import task_spec
 
@@ -402,6 +403,12 @@ def main(args, argv, out=None):
       netns.check_supported()
     except netns.NetworkUnavailableError as e:
       return exit_status.fail(e, exit_status.USAGE)
+  try:
+    # One lock for the cluster's tasks, which write as one run.
+    lock = train_dir_lock.acquire_for_task(
+        args, True, False, lambda line: out.write('launcher: %s\n' % line))
+  except train_dir_lock.TrainDirBusyError as e:
+    return exit_status.fail(e, exit_status.USAGE)
   previous = signal.signal(signal.SIGTERM, _on_sigterm)
   output_dir = tempfile.mkdtemp(prefix='variable_mgr_cluster_')
   network = None
@@ -448,6 +455,8 @@ def main(args, argv, out=None):
     for name in os.listdir(output_dir):
       os.remove(os.path.join(output_dir, name))
     os.rmdir(output_dir)
+    if lock is not None:
+      lock.release()
     out.flush()
   return status
 

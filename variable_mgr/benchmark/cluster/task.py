@@ -10,9 +10,11 @@ is gone (see `launcher.watch_launcher`).
 
 import os
 
+from variable_mgr import cuda_probe
 from variable_mgr.benchmark import exit_status
 from variable_mgr.benchmark import output
 from variable_mgr.benchmark import run_config
+from variable_mgr.benchmark import train_dir_lock
 from variable_mgr.benchmark.cluster import controller_task
 from variable_mgr.benchmark.cluster import launcher
 from variable_mgr.benchmark.cluster import liveness
@@ -32,6 +34,8 @@ def run(args, environ=None):
   launcher.watch_launcher(environ)
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   tf.get_logger().setLevel('ERROR')
+  # TensorFlow's expected cuInit error line where there is no driver.
+  cuda_probe.probe_devices()
   return exit_status.status_of(lambda: run_task(args, environ),
                                failures=(liveness.TaskFailedError,))
 
@@ -60,8 +64,14 @@ def run_task(args, environ=None, log=print):
     return ps_task.run_ps(spec, args, log)
   # Before the graph is built: a worker without its GPUs says so.
   run_config.check_devices(args.device, args.num_gpus)
-  results = worker_task.run_worker(spec, run_config.from_args(args), args,
-                                   log)
+  lock = train_dir_lock.acquire_for_task(
+      args, spec.is_chief, bool(environ.get(launcher.LAUNCHER_FD_ENV)), log)
+  try:
+    results = worker_task.run_worker(spec, run_config.from_args(args), args,
+                                     log)
+  finally:
+    if lock is not None:
+      lock.release()
   if args.output:
     output.write_json(args.output, results)
   return 0
