@@ -25,6 +25,7 @@ methods, on the instance, so a manager built by the 2017 harness keeps the
 import abc
 import contextlib
 
+from variable_mgr import compat
 from variable_mgr import errors
 from variable_mgr import training_options
 from variable_mgr import upstream_host
@@ -34,6 +35,8 @@ from variable_mgr.compat import tf
 WARMUP_OPS = '_warmup_ops'
 REUSE_VARS = '_reuse_vars'
 STRIP_PORT = '_strip_port'
+# Set on a GradientState once its step's loss-scale update is built.
+LOSS_SCALE_COUNTED = 'master_loss_scale_counted'
 
 
 class CallForms(abc.ABCMeta):
@@ -104,6 +107,12 @@ def attach(mgr, use_resource_vars):
     runs only when no gradient holds an inf or NaN, else the scale halves,
     as master's harness expects of its manager."""
     grads = list(grads)
+    if training_options.worker_count(host) > 1:
+      # Master's optimizers do not lock; several workers updating the same
+      # variables on the PS would lose parts of each other's updates (the
+      # project refuses such an optimizer: see parameter_server's
+      # check_locking). The same update, locked.
+      compat.lock_updates(opt)
     p = loss_scale_params
     if (p is None or not p.enable_auto_loss_scale or p.loss_scale is None or
         not p.is_chief):
@@ -117,10 +126,15 @@ def attach(mgr, use_resource_vars):
     # Ordered after the step's reads outside the cond's branch.
     grads = [(gradient_state.after_reads(g, v), v) for g, v in grads
              if g is not None]
+    # Master updates the scale in every apply device's call: N times a step
+    # on N towers under replicated. Here once a step, in the first call.
+    count = not getattr(gradient_state, LOSS_SCALE_COUNTED, False)
+    setattr(gradient_state, LOSS_SCALE_COUNTED, True)
     training_ops.append(tf.cond(
         mgr.grad_has_inf_nan,
-        lambda: _halve(p),
-        lambda: _apply_and_count(append_apply, gradient_state, opt, grads, p),
+        lambda: _halve(p) if count else tf.no_op(),
+        lambda: _apply_and_count(append_apply, gradient_state, opt, grads, p,
+                                 count),
         name='cond_if_grad_has_inf_nan'))
 
   @contextlib.contextmanager
@@ -150,9 +164,11 @@ def _halve(p):
                   tf.assign(p.loss_scale_normal_steps, 0))
 
 
-def _apply_and_count(append_apply, gradient_state, opt, grads, p):
+def _apply_and_count(append_apply, gradient_state, opt, grads, p, count):
   ops = []
   append_apply(gradient_state, opt, grads, ops)
+  if not count:
+    return tf.group(*ops)
   count = tf.cond(
       p.loss_scale_normal_steps < p.inc_loss_scale_every_n,
       lambda: tf.group(p.loss_scale_normal_steps.assign_add(1)),
