@@ -27,6 +27,7 @@ import contextlib
 
 from variable_mgr import compat
 from variable_mgr import errors
+from variable_mgr import placement
 from variable_mgr import training_options
 from variable_mgr import upstream_host
 from variable_mgr.compat import tf
@@ -153,10 +154,26 @@ def attach(mgr, use_resource_vars):
   mgr.preprocess_device_grads = preprocess_device_grads
   mgr.append_apply_gradients_ops = append_apply_gradients_ops
   mgr.reuse_variables = reuse_variables
-  mgr.savable_variables = mgr.get_variables_to_save
+  mgr.savable_variables = lambda: savable_variables(mgr)
   if host.all_towers:
     # Master asks per worker while it builds the single-session graph.
     mgr.get_devices = lambda: list(host.bench.raw_devices)
+
+
+def savable_variables(mgr):
+  """`{name: variable}` for master's Saver: the variables the project
+  saves (tower 0's copy, the PS masters), under the names master's own
+  manager gives them: the variable's name, less distributed_replicated's
+  `ps_var/` (`v0/...` for the tower-copy strategies, `v/...` for the PS
+  ones), so that a checkpoint of master's own restores and back."""
+  prefix = placement.PS_SHADOW_VAR_PREFIX + '/'
+  result = {}
+  for var in mgr.get_variables_to_save().values():
+    name = var.op.name
+    if name.startswith(prefix):
+      name = name[len(prefix):]
+    result[name] = var
+  return result
 
 
 def _halve(p):

@@ -66,7 +66,19 @@ def test_master_form_replicated_spec_and_upper_case_parameter_device():
   np.testing.assert_allclose(w, _expected_w('sum'), rtol=1e-6)
 
 
-def test_staged_master_form_is_one_step_stale():
+def test_savable_variables_keep_master_names_under_parameter_server():
+  with tf.Graph().as_default():
+    bench = master_host.MasterBench()
+    mgr = variable_mgr.VariableMgrLocalFetchFromPS(bench)
+    bench.devices = mgr.get_devices()
+    for d in range(2):
+      with mgr.create_outer_variable_scope(d):
+        tf1.get_variable('w', [2])
+    tf1.train.get_or_create_global_step()
+    assert sorted(mgr.savable_variables()) == ['global_step', 'v/w']
+
+
+def test_staged_master_form_keeps_a_staging_area_a_tower():
   with tf.Graph().as_default():
     bench = master_host.MasterBench()
     mgr, _ = _staged(bench)
@@ -112,8 +124,12 @@ def test_savable_variables_and_master_attributes():
     for d in range(2):
       with mgr.create_outer_variable_scope(d):
         tf1.get_variable('w', [2])
-    assert mgr.savable_variables() == mgr.get_variables_to_save()
-    assert sorted(mgr.savable_variables()) == ['w']
+    # Master's names (its own checkpoints restore), the project's canonical
+    # ones for the 2017 harness.
+    assert sorted(mgr.get_variables_to_save()) == ['w']
+    saved = mgr.savable_variables()
+    assert sorted(saved) == ['v0/w']
+    assert saved['v0/w'].op.name == 'v0/w'
     assert getattr(mgr, '_warmup_ops') == []
     assert mgr.grad_has_inf_nan is None
     assert getattr(mgr, '_strip_port')('v0/w:0') == 'v0/w'
