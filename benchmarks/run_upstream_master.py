@@ -2,7 +2,8 @@
 this package in its place (`benchmarks/upstream_master.py` says how).
 
     python benchmarks/run_upstream_master.py [--modes NAME,...] [--no-modes]
-        [--tests FILE,...] [--no-tests] [--gpu-check] [--runs 2]
+        [--tests FILE,...] [--select TEXT,...] [--no-tests] [--gpu-check]
+        [--runs 2]
         [--extra FLAG,...] [--python PYTHON] [--workdir DIR]
 
 Modes: every `--variable_update` of master on the CPU (2 towers a worker;
@@ -58,14 +59,14 @@ def run_modes(workdir, modes, runs, python, extra):
   return bad
 
 
-def run_tests(workdir, files, python, gpu_check):
+def run_tests(workdir, files, python, gpu_check, select):
   """Prints each test's outcomes and a count a file; returns the tests that
   pass with master's own and not with the project."""
   bad = []
   summary = []
   for name in files:
     outcomes = dict((kind, upstream_master.run_test_file(
-        workdir, kind, name, python, gpu_check=gpu_check))
+        workdir, kind, name, python, gpu_check=gpu_check, select=select))
                     for kind in upstream_master.KINDS)
     print('\n%s\n' % name)
     print('| test | master own | project | why (project, when it differs) |')
@@ -107,6 +108,9 @@ def main(argv=None):
                       'a no-op, so that the tests run on the CPU)')
   parser.add_argument('--python', default=sys.executable)
   parser.add_argument('--workdir', default=None)
+  parser.add_argument('--select', default='',
+                      help='run only the tests whose id holds one of these '
+                      'comma-separated strings, e.g. VariableUpdateTest')
   parser.add_argument('--extra', default='',
                       help='flags added to every mode, comma-separated, e.g. '
                       '--extra=--use_resource_vars')
@@ -136,7 +140,8 @@ def main(argv=None):
     print('\nmaster\'s tests, _check_has_gpu %s' % (
         'kept' if args.gpu_check else 'a no-op (towers on the CPU)'))
     bad += run_tests(workdir, [f for f in args.tests.split(',') if f],
-                     args.python, args.gpu_check)
+                     args.python, args.gpu_check,
+                     [x for x in args.select.split(',') if x])
   if bad:
     print('\nwith the project, failing or not repeating: ' + ', '.join(bad))
   return 1 if bad else 0

@@ -157,6 +157,21 @@ class Recorder(unittest.TextTestResult):
 
 
 suite = unittest.defaultTestLoader.loadTestsFromModule(module)
+select = [s for s in os.environ.get('MASTER_TESTS_SELECT', '').split(',')
+          if s]
+
+
+def tests_of(suite):
+  for item in suite:
+    if isinstance(item, unittest.TestSuite):
+      yield from tests_of(item)
+    else:
+      yield item
+
+
+if select:
+  suite = unittest.TestSuite([t for t in tests_of(suite)
+                              if any(s in t.id() for s in select)])
 unittest.TextTestRunner(verbosity=0, resultclass=Recorder).run(suite)
 '''
 
@@ -341,17 +356,19 @@ def run_mode(workdir, kind, mode, python=sys.executable, timeout=600,
 
 
 def run_test_file(workdir, kind, name, python=sys.executable, timeout=1800,
-                  gpu_check=True):
+                  gpu_check=True, select=()):
   """`{test id: (outcome, why)}` of master's test file `name` in copy
   `kind`; a file that did not finish in `timeout` seconds keeps the tests
   that did, and gets `'<file>': ('timeout', ...)`. With `gpu_check`
   False, master's `_check_has_gpu` (which fails every test that calls it
-  on a machine without a CUDA GPU) is replaced by a no-op in the run."""
+  on a machine without a CUDA GPU) is replaced by a no-op in the run.
+  `select`: only the tests whose id holds one of these strings."""
   fd, path = tempfile.mkstemp(suffix='.jsonl')
   os.close(fd)
   env = environment(workdir, kind, python)
   if not gpu_check:
     env['MASTER_TESTS_GPU_CHECK'] = 'off'
+  env['MASTER_TESTS_SELECT'] = ','.join(select)
   try:
     with tempfile.TemporaryFile(mode='w+') as log:
       process = subprocess.Popen(

@@ -53,6 +53,8 @@ class CallForms(abc.ABCMeta):
       mgr.configure_training(training_options.check_values(
           training_options.TrainingOptions(**call.training)))
     attach(mgr, call.use_resource_vars)
+    if cls.__name__ in upstream_host.NO_POST_INIT_COPY:
+      mgr.get_post_init_ops = list  # Master's numbers: no copy of tower 0.
     return mgr
 
 

@@ -43,6 +43,11 @@ POSITIONAL = {
 MasterCall = collections.namedtuple(
     'MasterCall', 'host options training use_resource_vars')
 
+# Strategies whose towers master starts from their own initial values: its
+# independent mode copies nothing after init (the project's copies tower
+# 0's values to every tower).
+NO_POST_INIT_COPY = ('VariableMgrIndependent',)
+
 
 def is_master_host(obj):
   """Whether `obj` is tf_cnn_benchmarks master's BenchmarkCNN (or one like

@@ -56,6 +56,32 @@ def test_master_forms_train_as_numpy(build, variable_kind):
   np.testing.assert_allclose(w, _expected_w(reduction, steps=2), rtol=1e-6)
 
 
+def test_master_independent_towers_keep_their_own_initial_values():
+  """Master's independent copies nothing after init; the 2017 form's copies
+  tower 0's values."""
+  values = {}
+  for form in ('master', 'seed'):
+    with tf.Graph().as_default():
+      tf1.set_random_seed(1)
+      if form == 'master':
+        host = master_host.MasterBench()
+        mgr = variable_mgr.VariableMgrIndependent(host)
+      else:
+        host = variable_mgr.LocalBenchmarkCnn(2)
+        mgr = variable_mgr.VariableMgrIndependent(host)
+      host.devices = mgr.get_devices()
+      tower_vars = []
+      for d in range(2):
+        with mgr.create_outer_variable_scope(d):
+          tower_vars.append(tf1.get_variable('w', [3]))
+      with tf1.Session(config=host.session_config()) as sess:
+        sess.run(tf1.global_variables_initializer())
+        sess.run(mgr.get_post_init_ops())
+        values[form] = sess.run(tower_vars)
+  assert not np.array_equal(values['master'][0], values['master'][1])
+  np.testing.assert_array_equal(values['seed'][0], values['seed'][1])
+
+
 def test_master_form_replicated_spec_and_upper_case_parameter_device():
   with tf.Graph().as_default():
     bench = master_host.MasterBench(local_parameter_device='CPU',
