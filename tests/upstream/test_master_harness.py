@@ -36,10 +36,14 @@ IN_SUITE = ('replicated_copy', 'parameter_server_staged')
 # modes (with ref variables, its default, its updates race the backward
 # pass: see docs/tf-cnn-benchmarks.md); the project must give the same.
 SAME_AS_OWN = ('independent', 'parameter_server_cpu', 'parameter_server_gpu',
-               'replicated_copy', 'replicated_xring', 'replicated_pscpu',
-               'replicated_psgpu', 'replicated_pscpu_xring',
-               'replicated_hierarchical_copy', 'replicated_repacking',
-               'collective_all_reduce')
+               'parameter_server_staged', 'replicated_copy',
+               'replicated_pscpu', 'replicated_repacking',
+               'replicated_relaxed', 'parameter_server_cluster',
+               'distributed_replicated', 'collective_all_reduce')
+# A staged worker's put reads the PS variables while the other workers'
+# updates of the same step may or may not have landed: no fixed order
+# across workers (docs/tf-cnn-benchmarks.md), with master's own manager too.
+NOT_REPEATING = ('parameter_server_staged_cluster',)
 RESOURCE = ('--use_resource_vars',)
 
 
@@ -67,7 +71,8 @@ def _losses(workdir, kind, mode, extra=()):
 def test_master_harness_runs_the_mode(workdir, name):
   mode = MODES[name]
   first = _losses(workdir, 'project', mode)
-  assert _losses(workdir, 'project', mode) == first
+  if name not in NOT_REPEATING:
+    assert _losses(workdir, 'project', mode) == first
   if name in SAME_AS_OWN:
     assert (_losses(workdir, 'project', mode, RESOURCE) ==
             _losses(workdir, 'own', mode, RESOURCE))
