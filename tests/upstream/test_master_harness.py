@@ -17,6 +17,7 @@ import os
 import sys
 
 import pytest
+import tensorflow as tf
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))), 'benchmarks'))
@@ -24,11 +25,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
 import upstream_master  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 UPSTREAM = upstream_master.find_upstream()
-pytestmark = pytest.mark.skipif(
-    UPSTREAM is None,
-    reason='master\'s tf_cnn_benchmarks not found (set %s or put '
-    'shared/upstream/tf_cnn_benchmarks beside the checkout)' %
-    upstream_master.UPSTREAM_ENV)
+TF_MAJOR = int(tf.__version__.split('.')[0])
+pytestmark = [
+    pytest.mark.skipif(
+        UPSTREAM is None,
+        reason='master\'s tf_cnn_benchmarks not found (set %s or put '
+        'shared/upstream/tf_cnn_benchmarks beside the checkout)' %
+        upstream_master.UPSTREAM_ENV),
+    pytest.mark.skipif(
+        TF_MAJOR < 2,
+        reason='master\'s harness needs TensorFlow 2.13 or later (its '
+        'models/model.py imports tensorflow.python.ops.variable_v1)')]
 
 MODES = dict((m.name, m) for m in upstream_master.MODES)
 IN_SUITE = ('replicated_copy', 'parameter_server_staged')
