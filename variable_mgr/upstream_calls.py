@@ -54,7 +54,11 @@ class CallForms(abc.ABCMeta):
           training_options.TrainingOptions(**call.training)))
     attach(mgr, call.use_resource_vars)
     if cls.__name__ in upstream_host.NO_POST_INIT_COPY:
-      mgr.get_post_init_ops = list  # Master's numbers: no copy of tower 0.
+      # Master's numbers: no copy of tower 0; so every tower's copy is saved
+      # (an evaluation restores them all, as master's own does).
+      mgr.get_post_init_ops = list
+      mgr.savable_variables = lambda: dict(
+          (v.op.name, v) for v in tf.global_variables())
     return mgr
 
 

@@ -78,7 +78,10 @@ def test_master_independent_towers_keep_their_own_initial_values():
         sess.run(tf1.global_variables_initializer())
         sess.run(mgr.get_post_init_ops())
         values[form] = sess.run(tower_vars)
+      if form == 'master':
+        saved = mgr.savable_variables()
   assert not np.array_equal(values['master'][0], values['master'][1])
+  assert sorted(saved) == ['v0/w', 'v1/w']
   np.testing.assert_array_equal(values['seed'][0], values['seed'][1])
 
 
