@@ -44,6 +44,7 @@ from variable_mgr import naming
 from variable_mgr import ordering
 from variable_mgr import tower_variables
 from variable_mgr import training_options
+from variable_mgr import upstream_calls
 from variable_mgr import validation
 from variable_mgr.compat import tf
 
@@ -57,7 +58,7 @@ StepControl = gradient_state_lib.StepControl
 GradientState = gradient_state_lib.GradientState
 
 
-class VariableMgr(abc.ABC):
+class VariableMgr(metaclass=upstream_calls.CallForms):
   """Decides where a harness's variables live and how gradients combine.
 
   Args:
@@ -67,6 +68,10 @@ class VariableMgr(abc.ABC):
     accumulation_dtype: a floating dtype (e.g. tf.float32) in which float16
       gradients are added up before being cast back, so that a sum that fits
       float16 does not overflow on the way; None adds in the gradient's dtype.
+
+  Called with tf_cnn_benchmarks master's BenchmarkCNN first, a strategy
+  class takes master's positional options instead and the manager answers
+  master's call forms (see `variable_mgr.upstream_calls`).
 
   Raises:
     InterfaceError: the host lacks an attribute the strategy reads.

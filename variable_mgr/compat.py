@@ -91,6 +91,16 @@ def optimizer_locks(opt):
   return None if locks is None else bool(locks)
 
 
+def lock_updates(opt):
+  """Makes `opt` (a tf.compat.v1.train.Optimizer) update each variable under
+  its lock from now on, as `use_locking=True` at its creation would have;
+  False for an optimizer that has no such setting."""
+  if optimizer_locks(opt) is None:
+    return False
+  opt._use_locking = True  # pylint: disable=protected-access
+  return True
+
+
 def major_version():
   """The major release of the installed TensorFlow: 1 or 2."""
   return int(_tf.__version__.split('.')[0])

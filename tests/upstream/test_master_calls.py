@@ -1,0 +1,311 @@
+"""tf_cnn_benchmarks master's call forms (variable_mgr.upstream_calls and
+upstream_host): the strategies built with master's BenchmarkCNN and
+positional options, driven in master's order, against NumPy; the 2017 forms
+on the same classes; every master option the project does not support
+refused, naming the flag, the value and the fix."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import variable_mgr
+from variable_mgr import errors
+from variable_mgr import upstream_host
+
+import master_host
+
+tf1 = tf.compat.v1
+
+
+def _expected_w(reduction, towers=2, steps=1):
+  """SGD on the stand-in model from W0; tower 0's copy."""
+  w = master_host.W0.copy()
+  for _ in range(steps):
+    grads = [master_host.tower_gradient(w, d) for d in range(towers)]
+    total = sum(grads)
+    g = {'sum': total, 'mean': total / towers, 'tower0': grads[0]}[reduction]
+    w = w - master_host.RATE * g
+  return w
+
+
+# class name -> (build with master's form, reduction master uses).
+def _independent(bench):
+  return variable_mgr.VariableMgrIndependent(bench), 'tower0'
+
+
+def _ps(bench):
+  return variable_mgr.VariableMgrLocalFetchFromPS(bench), 'mean'
+
+
+def _staged(bench):
+  return variable_mgr.VariableMgrLocalFetchFromStagedPS(bench), None
+
+
+def _replicated(bench):
+  return master_host.replicated(bench), 'sum'
+
+
+@pytest.mark.parametrize('build', [_independent, _ps, _replicated],
+                         ids=['independent', 'parameter_server', 'replicated'])
+def test_master_forms_train_as_numpy(build, variable_kind):
+  with tf.Graph().as_default():
+    bench = master_host.MasterBench(
+        use_resource_vars=(variable_kind == 'resource'))
+    mgr, reduction = build(bench)
+    w, _, _ = master_host.one_step(bench, mgr, steps=2)
+  np.testing.assert_allclose(w, _expected_w(reduction, steps=2), rtol=1e-6)
+
+
+def test_master_independent_towers_keep_their_own_initial_values():
+  """Master's independent copies nothing after init; the 2017 form's copies
+  tower 0's values."""
+  values = {}
+  for form in ('master', 'seed'):
+    with tf.Graph().as_default():
+      tf1.set_random_seed(1)
+      if form == 'master':
+        host = master_host.MasterBench()
+        mgr = variable_mgr.VariableMgrIndependent(host)
+      else:
+        host = variable_mgr.LocalBenchmarkCnn(2)
+        mgr = variable_mgr.VariableMgrIndependent(host)
+      host.devices = mgr.get_devices()
+      tower_vars = []
+      for d in range(2):
+        with mgr.create_outer_variable_scope(d):
+          tower_vars.append(tf1.get_variable('w', [3]))
+      with tf1.Session(config=host.session_config()) as sess:
+        sess.run(tf1.global_variables_initializer())
+        sess.run(mgr.get_post_init_ops())
+        values[form] = sess.run(tower_vars)
+      if form == 'master':
+        saved = mgr.savable_variables()
+  assert not np.array_equal(values['master'][0], values['master'][1])
+  assert sorted(saved) == ['v0/w', 'v1/w']
+  np.testing.assert_array_equal(values['seed'][0], values['seed'][1])
+
+
+def test_master_form_replicated_spec_and_upper_case_parameter_device():
+  with tf.Graph().as_default():
+    bench = master_host.MasterBench(local_parameter_device='CPU',
+                                    all_reduce_spec='pscpu')
+    mgr = master_host.replicated(bench)
+    assert mgr.benchmark_cnn.local_parameter_device_flag == 'cpu'
+    w, _, _ = master_host.one_step(bench, mgr)
+  np.testing.assert_allclose(w, _expected_w('sum'), rtol=1e-6)
+
+
+def test_savable_variables_keep_master_names_under_parameter_server():
+  with tf.Graph().as_default():
+    bench = master_host.MasterBench()
+    mgr = variable_mgr.VariableMgrLocalFetchFromPS(bench)
+    bench.devices = mgr.get_devices()
+    for d in range(2):
+      with mgr.create_outer_variable_scope(d):
+        tf1.get_variable('w', [2])
+    tf1.train.get_or_create_global_step()
+    assert sorted(mgr.savable_variables()) == ['global_step', 'v/w']
+
+
+def test_staged_master_form_keeps_a_staging_area_a_tower():
+  with tf.Graph().as_default():
+    bench = master_host.MasterBench()
+    mgr, _ = _staged(bench)
+    assert mgr.supports_staged_vars()
+    bench.devices = mgr.get_devices()
+    assert len(mgr.staging_vars_on_devices) == 2
+
+
+def test_use_resource_vars_follows_master_flag():
+  kinds = {}
+  for flag in (False, True):
+    with tf.Graph().as_default():
+      bench = master_host.MasterBench(use_resource_vars=flag)
+      mgr = master_host.replicated(bench)
+      assert mgr.use_resource_vars is flag
+      with mgr.create_outer_variable_scope(0):
+        var = tf1.get_variable('w', [2])
+      kinds[flag] = var.op.type
+  assert kinds == {False: 'VariableV2', True: 'VarHandleOp'}
+
+
+def test_reuse_variables_reuses_and_restores():
+  with tf.Graph().as_default():
+    bench = master_host.MasterBench()
+    mgr = master_host.replicated(bench)
+    with mgr.create_outer_variable_scope(0):
+      first = tf1.get_variable('w', [2])
+    with mgr.reuse_variables():
+      assert getattr(mgr, '_reuse_vars') is True
+      with mgr.create_outer_variable_scope(0):
+        again = tf1.get_variable('w', [2])
+    assert again is first
+    assert getattr(mgr, '_reuse_vars') is False
+    with pytest.raises(ValueError, match='already exists'):
+      with mgr.create_outer_variable_scope(0):
+        tf1.get_variable('w', [2])
+
+
+def test_savable_variables_and_master_attributes():
+  with tf.Graph().as_default():
+    bench = master_host.MasterBench()
+    mgr = master_host.replicated(bench)
+    for d in range(2):
+      with mgr.create_outer_variable_scope(d):
+        tf1.get_variable('w', [2])
+    # Master's names (its own checkpoints restore), the project's canonical
+    # ones for the 2017 harness.
+    assert sorted(mgr.get_variables_to_save()) == ['w']
+    saved = mgr.savable_variables()
+    assert sorted(saved) == ['v0/w']
+    assert saved['v0/w'].op.name == 'v0/w'
+    assert getattr(mgr, '_warmup_ops') == []
+    assert mgr.grad_has_inf_nan is None
+    assert getattr(mgr, '_strip_port')('v0/w:0') == 'v0/w'
+
+
+def test_seed_forms_unchanged_on_the_same_classes():
+  """The 2017 harness's positional use_nccl and (device_num, writable)."""
+  with tf.Graph().as_default():
+    host = variable_mgr.LocalBenchmarkCnn(2)
+    mgr = variable_mgr.VariableMgrLocalReplicated(host, False)
+    assert not hasattr(mgr, 'savable_variables')
+    host.devices = mgr.get_devices()
+    for d in range(2):
+      with mgr.create_outer_variable_scope(d):
+        tf1.get_variable('w', [2])
+    assert [v.op.name for v in mgr.trainable_variables_on_device(1)] == [
+        'v1/w']
+    assert [v.op.name for v in mgr.trainable_variables_on_device(
+        1, writable=True)] == ['v1/w']
+
+
+@pytest.fixture
+def master_control_flow():
+  """tf.cond as master's harness has it: tf_cnn_benchmarks.py calls
+  tf.disable_v2_behavior(), so TensorFlow 2 builds version 1 control flow
+  (a functional cond cannot capture the ref variables master makes)."""
+  was_v2 = tf1.control_flow_v2_enabled()
+  tf1.disable_control_flow_v2()
+  yield
+  if was_v2:
+    tf1.enable_control_flow_v2()
+
+
+@pytest.mark.parametrize('scale_gradient,applied', [(1.0, True),
+                                                    (np.inf, False)])
+@pytest.mark.parametrize('resource', [False, True], ids=['ref', 'resource'])
+def test_auto_loss_scale_skips_a_step_with_inf(scale_gradient, applied,
+                                               resource, master_control_flow):
+  del master_control_flow
+  with tf.Graph().as_default():
+    bench = master_host.MasterBench(enable_auto_loss_scale=True,
+                                    use_resource_vars=resource)
+    mgr = master_host.replicated(bench)
+    w, (scale, normal), flag = master_host.one_step(
+        bench, mgr, scale_gradient=scale_gradient, loss_scale=8.0)
+  assert bool(flag) is not applied
+  if applied:
+    np.testing.assert_allclose(w, _expected_w('sum'), rtol=1e-6)
+    assert (scale, normal) == (8.0, 1)
+  else:
+    np.testing.assert_array_equal(w, master_host.W0)
+    assert (scale, normal) == (4.0, 0)
+
+
+def test_collective_master_form_sums():
+  """Master's collective_all_reduce sums over every tower of every worker."""
+  with tf.Graph().as_default():
+    bench = _collective_bench()
+    mgr = variable_mgr.VariableMgrCollectiveAllReduce(
+        bench, 'collective', 2, 2, 1, 1)
+    assert mgr.reduction == 'sum'
+    assert mgr.group_size == 4
+    assert mgr.benchmark_cnn.param_server_device == bench.cpu_device
+
+
+class _ClusterManager(object):
+
+  def __init__(self, spec):
+    self.spec = spec
+
+  def get_cluster_spec(self):
+    return tf1.train.ClusterSpec(self.spec)
+
+
+def _collective_bench(**params):
+  bench = master_host.MasterBench(**params)
+  bench.cluster_manager = _ClusterManager({'worker': ['h:1', 'h:2']})
+  bench.job_name = 'worker'
+  bench.num_workers = 2
+  bench.task_index = 1
+  prefix = '/job:worker/replica:0/task:1'
+  bench.cpu_device = prefix + '/cpu:0'
+  bench.raw_devices = [prefix + '/cpu:%d' % i for i in range(2)]
+  del bench.param_server_device  # Master sets none in this mode.
+  return bench
+
+
+def test_is_master_host():
+  assert upstream_host.is_master_host(master_host.MasterBench())
+  assert not upstream_host.is_master_host(variable_mgr.LocalBenchmarkCnn(1))
+
+
+REFUSALS = [
+    (lambda: master_host.replicated(master_host.MasterBench(
+        allreduce_merge_scope=4)),
+     errors.IncompatibleOptionsError,
+     ['--allreduce_merge_scope=4', 'drop the flag']),
+    (lambda: master_host.replicated(master_host.MasterBench(
+        xla_compile=True)),
+     errors.IncompatibleOptionsError,
+     ['--xla_compile=True', 'parameter_server']),
+    (lambda: master_host.replicated(master_host.MasterBench(
+        hierarchical_copy=True, all_reduce_spec='xring')),
+     errors.IncompatibleOptionsError,
+     ['--hierarchical_copy=True', 'all_reduce_spec=xring', 'choose one']),
+    (lambda: master_host.replicated(master_host.MasterBench(
+        hierarchical_copy=True, network_topology='gcp_v100')),
+     errors.IncompatibleOptionsError,
+     ['--network_topology=gcp_v100', 'drop --network_topology']),
+    (lambda: master_host.replicated(master_host.MasterBench(
+        gpu_indices='1,0', all_reduce_spec='xring')),
+     errors.IncompatibleOptionsError, ['--gpu_indices=1,0', 'drop']),
+    (lambda: variable_mgr.VariableMgrCollectiveAllReduce(
+        _collective_bench(), 'xring', 2, 2, 1, 1),
+     errors.IncompatibleOptionsError,
+     ['--all_reduce_spec=xring', '--all_reduce_spec=collective']),
+    (lambda: variable_mgr.VariableMgrCollectiveAllReduce(
+        _collective_bench(gpu_indices='1,0'), 'collective', 2, 2, 1, 1),
+     errors.IncompatibleOptionsError, ['--gpu_indices=1,0', 'drop']),
+    (lambda: variable_mgr.VariableMgrCollectiveAllReduce(
+        _collective_bench(), 'collective', 3, 2, 1, 1),
+     errors.InterfaceError, ['num_workers=3', 'num_workers=2']),
+    (lambda: variable_mgr.VariableMgrDistributedAllReduce(
+        master_host.MasterBench(), 'xring', 'localhost', 1, 0, 10, 1),
+     errors.IncompatibleOptionsError,
+     ['--variable_update=distributed_all_reduce', '--job_name',
+      '--variable_update=replicated']),
+    (lambda: variable_mgr.VariableMgrIndependent(
+        master_host.MasterBench(), 'xring'),
+     errors.ProtocolError, ['VariableMgrIndependent', "'xring'", 'none']),
+    (lambda: variable_mgr.VariableMgrLocalReplicated(
+        master_host.MasterBench(), 'xring', 0, 10, 1, use_nccl=True),
+     errors.ProtocolError, ['use_nccl=True', 'LocalBenchmarkCnn']),
+    (lambda: variable_mgr.VariableMgrLocalReplicated(
+        master_host.MasterBench(), 'xring'),
+     errors.ProtocolError, ['agg_small_grads_max_bytes',
+                            'allreduce_merge_scope']),
+]
+
+
+@pytest.mark.parametrize('build,error,fragments', REFUSALS,
+                         ids=[f[-1][0] for _, _, f in REFUSALS])
+def test_refusals_name_value_and_fix(build, error, fragments):
+  graph = tf.Graph()
+  with graph.as_default():
+    with pytest.raises(error) as info:
+      build()
+    assert not graph.get_operations()
+  for fragment in fragments:
+    assert fragment in str(info.value), (fragment, str(info.value))
