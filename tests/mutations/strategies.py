@@ -100,10 +100,19 @@ MUTATIONS = [
                 'resource-parameter_server-replicated]']),
     dict(name='collective-mean-over-local-towers',
          path='variable_mgr/strategies/collective_all_reduce.py',
-         old='    factor = 1.0 / size if self.use_mean else None\n',
+         old='    factor = 1.0 / self.cluster_towers if self.use_mean else None\n',
          new='    factor = 1.0 / self.num_towers if self.use_mean else None\n',
          tests=['tests/distributed/test_collective_all_reduce.py::test_every_'
                 'tower_of_every_worker_matches_numpy[2]']),
+    # collective_all_reduce, two towers a worker: the worker's sum keeps its
+    # first tower's gradient only.
+    dict(name='collective-worker-sum-drops-other-towers',
+         path='variable_mgr/strategies/worker_hierarchy.py',
+         old='    total = tf.add_n(parts) if len(parts) > 1 else parts[0]\n',
+         new='    total = parts[0]\n',
+         tests=['tests/distributed/test_collective_hierarchy.py::test_two_'
+                'towers_a_worker_step_as_the_flat_mean_or_sum[ref-mean-'
+                'float32]']),
     dict(name='collective-task-index-past-the-workers',
          path='variable_mgr/strategies/collective_all_reduce.py',
          old='    if not 0 <= host.task_index < workers:\n',
