@@ -3,13 +3,16 @@ gradient, a None gradient and a dense one under collective_all_reduce.
 
     python hierarchy_worker.py CLUSTER_JSON TASK_INDEX TOWERS OUT.npz CASE
 
-CASE is `<variables>-<reduction>-<dtype>`: variables `ref` or `resource`,
-reduction `mean` or `sum`, dtype `float32` or `float16` (float16 variables
-and gradients, added in float32: `accumulation_dtype=tf.float32`).
+CASE is `<variables>-<reduction>-<dtype>[-<bucket_bytes>]`: variables `ref`
+or `resource`, reduction `mean` or `sum`, dtype `float32` or `float16`
+(float16 variables and gradients, added in float32:
+`accumulation_dtype=tf.float32`), and the strategy's `bucket_bytes` (its
+default when not given).
 
 The model of tower g (global tower `task * TOWERS + d`), batch `batch(g,
 step)`: x = emb[ids] (a gather: an IndexedSlices gradient), loss = 0.5 *
-sum((x W - y)^2); `unused` has no gradient. Each worker initialises its own
+sum((x W + b - y)^2); `unused` has no gradient. The backward pass produces
+b's gradient (8 bytes in float32), then W's (24), then emb's (72). Each worker initialises its own
 values (seed 100 + task), so only the post-init broadcast makes them agree.
 Writes every variable before the post-init ops (`before/<name>`), after
 them (`initial/<name>`) and after each of STEPS steps (`step<k>/<name>`).
@@ -67,13 +70,15 @@ class WorkerHost(object):
 def main(argv):
   cluster_json, task_index, towers, output, case = argv
   task_index, towers = int(task_index), int(towers)
-  kind, reduction, dtype_name = case.split('-')
+  kind, reduction, dtype_name = case.split('-')[:3]
   if kind == 'ref':
     tf.disable_resource_variables()
   else:
     tf.enable_resource_variables()
   dtype = tf.as_dtype(dtype_name)
   options = dict(reduction=reduction)
+  if len(case.split('-')) > 3:
+    options['bucket_bytes'] = int(case.split('-')[3])
   if dtype == tf.float16:
     options['accumulation_dtype'] = tf.float32
   cluster = tf.train.ClusterSpec(json.loads(cluster_json))
@@ -93,11 +98,12 @@ def main(argv):
         with tf.device(host.devices[d]):
           emb = tf.get_variable('emb', [ROWS, IN], dtype)
           w = tf.get_variable('w', [IN, OUT], dtype)
+          b = tf.get_variable('b', [OUT], dtype)
           tf.get_variable('unused', [2], dtype)
           ids = tf.placeholder(tf.int32, [BATCH])
           y = tf.placeholder(dtype, [BATCH, OUT])
           inputs.append((ids, y))
-          r = tf.matmul(tf.gather(emb, ids), w) - y
+          r = tf.matmul(tf.gather(emb, ids), w) + b - y
           loss = 0.5 * tf.reduce_sum(r * r)
           params = mgr.trainable_variables_on_device(d)
           device_grads.append(zip(tf.gradients(loss, params), params))

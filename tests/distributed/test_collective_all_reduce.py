@@ -128,7 +128,8 @@ def test_benchmark_cluster_restores_and_matches_numpy(launch, tmp_path):
 # -- The graph ----------------------------------------------------------------
 
 
-def _collectives(task_index, towers=2, reduction=None, graph_only=False):
+def _collectives(task_index, towers=2, reduction=None, graph_only=False,
+                 bucket_bytes=0):
   """{op type: [(device task, device index, group_size, group_key,
   instance_key)]} of the graph worker `task_index` builds, and the
   gradients each tower applies; the graph itself with `graph_only`."""
@@ -137,7 +138,7 @@ def _collectives(task_index, towers=2, reduction=None, graph_only=False):
   graph = tf.Graph()
   with graph.as_default():
     mgr = variable_mgr.create('collective_all_reduce', host,
-                              reduction=reduction)
+                              reduction=reduction, bucket_bytes=bucket_bytes)
     device_grads = []
     for d in range(towers):
       with mgr.create_outer_variable_scope(d), tf.device(host.devices[d]):
@@ -167,7 +168,8 @@ def _collectives(task_index, towers=2, reduction=None, graph_only=False):
 
 @pytest.mark.parametrize('towers', [1, 3])
 def test_keys_and_group_sizes_match_across_workers(towers):
-  """One all-reduce a gradient a worker (w: 0, b: 1; unused has None), on
+  """Without buckets (bucket_bytes=0): one all-reduce a gradient a worker
+  (w: 0, b: 1; unused has None), on
   the worker's first tower, in a group of the 2 workers: a worker's towers
   are summed before it, so what crosses the network does not grow with
   the towers. Nothing of a step is collective inside a worker."""
@@ -220,7 +222,7 @@ def test_sum_reduction_has_no_scaling(towers):
     graph = tf.Graph()
     with graph.as_default():
       mgr = variable_mgr.create('collective_all_reduce', host,
-                                reduction=reduction)
+                                reduction=reduction, bucket_bytes=0)
       assert mgr.reduction == (reduction or 'mean')
       device_grads = []
       for d in range(towers):

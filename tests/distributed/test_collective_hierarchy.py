@@ -27,7 +27,7 @@ WORKERS = 2
 TOWERS = 2
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       'hierarchy_worker.py')
-NAMES = ('emb', 'w', 'unused')
+NAMES = ('emb', 'w', 'b', 'unused')
 # Float16 values hold 11 significant bits; float32 ones are summed in
 # another order than NumPy's.
 TOLERANCE = {'float32': dict(rtol=1e-5, atol=1e-6),
@@ -77,17 +77,20 @@ def reference(initial, reduction, num_towers, steps):
   for step in range(steps):
     d_emb = np.zeros_like(values['emb'])
     d_w = np.zeros_like(values['w'])
+    d_b = np.zeros_like(values['b'])
     for g in range(num_towers):
       ids, y = hierarchy_worker.batch(g, step)
       x = values['emb'][ids]
-      r = x.dot(values['w']) - y
+      r = x.dot(values['w']) + values['b'] - y
       d_w += x.T.dot(r)
+      d_b += r.sum(axis=0)
       np.add.at(d_emb, ids, r.dot(values['w'].T))
     if reduction == 'mean':
-      d_emb, d_w = d_emb / num_towers, d_w / num_towers
+      d_emb, d_w, d_b = (d_emb / num_towers, d_w / num_towers,
+                         d_b / num_towers)
     rate = hierarchy_worker.LEARNING_RATE
     values = dict(values, emb=values['emb'] - rate * d_emb,
-                  w=values['w'] - rate * d_w)
+                  w=values['w'] - rate * d_w, b=values['b'] - rate * d_b)
     history.append(values)
   return history
 
@@ -130,3 +133,36 @@ def test_two_towers_a_worker_step_as_the_flat_mean_or_sum(tmp_path, case):
               **TOLERANCE[dtype])
           # Every copy holds the same value: one reduction handed out.
           np.testing.assert_array_equal(got[name], first[name])
+
+
+@pytest.mark.parametrize('kind', ['ref', 'resource'])
+def test_every_bucket_size_steps_as_one_collective_a_gradient(tmp_path, kind):
+  """bucket_bytes 0 (one collective a gradient), 32 (b and W in one buffer,
+  emb alone) and 1 MiB (all three in one): every copy of every worker
+  equals NumPy's step, and the three runs agree bit for bit (two workers:
+  each element's sum over the workers is one addition, wherever the
+  element lies in a buffer)."""
+  runs = {}
+  for size in (0, 32, 1 << 20):
+    run_dir = tmp_path / str(size)
+    run_dir.mkdir()
+    runs[size] = run_workers(run_dir, '%s-mean-float32-%d' % (kind, size))
+  source = tower_values(runs[0][0], 'before', 0)
+  expected = reference(source, 'mean', WORKERS * TOWERS,
+                       hierarchy_worker.STEPS)
+  for size, arrays in runs.items():
+    for name, value in tower_values(arrays[0], 'before', 0).items():
+      np.testing.assert_array_equal(value, source[name])
+    for step, values in enumerate(expected):
+      for k, worker in enumerate(arrays):
+        assert bool(worker['resource']) == (kind == 'resource')
+        for d in range(TOWERS):
+          got = tower_values(worker, 'step%d' % step, d)
+          unbucketed = tower_values(runs[0][k], 'step%d' % step, d)
+          for name in NAMES:
+            what = 'bucket %d worker %d tower %d %s step %d' % (
+                size, k, d, name, step)
+            np.testing.assert_allclose(got[name], values[name],
+                                       err_msg=what, **TOLERANCE['float32'])
+            np.testing.assert_array_equal(got[name], unbucketed[name],
+                                          err_msg=what)

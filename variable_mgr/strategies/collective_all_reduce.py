@@ -14,7 +14,10 @@ of the worker, which applies it to its own copy. So each host link carries
 a ring over the workers, 2 (K-1)/K of the gradients' bytes each way, however
 many towers a worker has; with one tower a worker the first level is empty
 (the gradient goes into the collective as it is), and with one worker the
-second is (no collective).
+second is (no collective). Between the two levels the worker's sums travel
+in buckets of at most `bucket_bytes` (`configure_buckets`), filled in the
+order the backward pass produces the gradients, one collective a bucket
+(`gradient_buckets`).
 The default reduction is the mean over all the towers of all the
 workers (`reduction='sum'` adds them up), so with K workers of T towers one
 step is `w -= lr * (1 / (K T)) sum_k sum_t g_kt(w)`: the gradient of the
@@ -34,8 +37,9 @@ building the same model get matching keys without talking to each other:
   on its first tower's device): the only group, every collective of the
   strategy is in it;
 * instance key `GRADIENT_INSTANCE_KEY_BASE + i` for the all-reduce of the
-  i-th (grad, var) pair of the towers (pairs whose gradient is None have
-  none);
+  bucket whose first (grad, var) pair in the towers' list is the i-th (with
+  `bucket_bytes=0`, of the i-th pair alone; pairs whose gradient is None
+  have none);
 * instance key `BROADCAST_INSTANCE_KEY_BASE + j` for the broadcast of the
   j-th variable of tower 0, in the order of the names without `v0/`.
 
@@ -60,6 +64,7 @@ from variable_mgr import errors
 from variable_mgr import interface
 from variable_mgr.compat import tf
 from variable_mgr.strategies import _replicas
+from variable_mgr.strategies import gradient_buckets
 from variable_mgr.strategies import worker_hierarchy
 
 GROUP_KEY = 1
@@ -145,21 +150,80 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
     """Whether this worker's tower 0 is the broadcast's source."""
     return self.benchmark_cnn.task_index == 0
 
+  # Bytes a bucket of gradients crossing the network holds at most (see
+  # `gradient_buckets`); `configure_buckets` sets it.
+  bucket_bytes = gradient_buckets.DEFAULT_BUCKET_BYTES
+  # The harness's gradients of tower 0 (see `preprocess_device_grads`).
+  _harness_gradients = ()
+
+  def configure_buckets(self, bucket_bytes):
+    """Sets the largest bucket of gradients one collective carries across
+    the workers, in bytes (see `gradient_buckets`): 0 sends every gradient
+    in a collective of its own. Every worker must set the same.
+    `variable_mgr.create(..., bucket_bytes=N)` calls it; call it before
+    `preprocess_device_grads`.
+
+    Raises:
+      InvalidOptionError: not an int of at least 0.
+    """
+    if (isinstance(bucket_bytes, bool) or
+        not isinstance(bucket_bytes, int) or bucket_bytes < 0):
+      raise errors.InvalidOptionError(
+          'bucket_bytes=%r: the largest bucket of gradients one collective '
+          'carries is a whole number of bytes, 0 or more; pass e.g. %d '
+          '(the default), or 0 for one collective a gradient.' %
+          (bucket_bytes, gradient_buckets.DEFAULT_BUCKET_BYTES))
+    self.bucket_bytes = bucket_bytes
+
+  def preprocess_device_grads(self, device_grads):
+    # The order of the backward pass is read off the harness's own
+    # gradients: the training options put ops of their own (gates,
+    # unscaling) after them, built in the list's order.
+    towers = [list(grads) for grads in device_grads]
+    self._harness_gradients = [g for g, _ in towers[0]] if towers else []
+    return super(VariableMgrCollectiveAllReduce,
+                 self).preprocess_device_grads(towers)
+
   def _preprocess(self, tower_grads):
     devices = self.benchmark_cnn.raw_devices
     factor = 1.0 / self.cluster_towers if self.use_mean else None
-    result = [[] for _ in devices]
+    by_variable = list(zip(*tower_grads))
+    sums, dtypes = {}, {}
     with tf.name_scope('collective_all_reduce'):
-      for i, pairs in enumerate(zip(*tower_grads)):
-        reduced = [None] * len(devices)
+      for i, pairs in enumerate(by_variable):
         if pairs[0][0] is not None:
-          reduced = worker_hierarchy.reduce_gradient(
-              [g for g, _ in pairs], devices, self.accumulation_dtype,
-              self.group_size, GROUP_KEY, GRADIENT_INSTANCE_KEY_BASE + i,
-              factor)
-        for d, (_, v) in enumerate(pairs):
-          result[d].append((reduced[d], v))
+          dtypes[i] = pairs[0][0].dtype.base_dtype
+          sums[i] = worker_hierarchy.worker_sum(
+              [g for g, _ in pairs], devices[0], self.accumulation_dtype)
+      reduced = {}
+      for bucket in self._buckets(sums):
+        reduce_fn = worker_hierarchy.across_workers(
+            self.group_size, GROUP_KEY,
+            GRADIENT_INSTANCE_KEY_BASE + bucket.key_index, devices[0],
+            factor)
+        with tf.device(devices[0]):
+          values = gradient_buckets.reduce_bucket(
+              [sums[i] for i in bucket.indices], reduce_fn)
+        for i, value in zip(bucket.indices, values):
+          reduced[i] = worker_hierarchy.hand_out(value, dtypes[i], devices)
+    result = [[] for _ in devices]
+    for i, pairs in enumerate(by_variable):
+      for d, (_, v) in enumerate(pairs):
+        result[d].append((reduced[i][d] if i in reduced else None, v))
     return devices, result
+
+  def _buckets(self, sums):
+    """The buckets of the worker's sums `{index: tensor}`, in sending
+    order: the backward pass's with buckets, the towers' without."""
+    if self.bucket_bytes:
+      order = [i for i in gradient_buckets.backward_order(
+          self._harness_gradients) if i in sums]
+    else:
+      order = sorted(sums)
+    sizes = dict((i, gradient_buckets.static_bytes(t))
+                 for i, t in sums.items())
+    carried = dict((i, t.dtype.base_dtype) for i, t in sums.items())
+    return gradient_buckets.plan(sizes, carried, order, self.bucket_bytes)
 
   def _gated_step_ops(self, go):
     """One small all-reduce over the group on every step, also on steps

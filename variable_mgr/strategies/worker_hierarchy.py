@@ -28,44 +28,47 @@ from variable_mgr import compat
 from variable_mgr.compat import tf
 
 
-def reduce_gradient(grads, devices, wide, num_workers, group_key,
-                    instance_key, factor):
-  """One variable's gradients of a worker's towers, reduced over the cluster.
-
-  Args:
-    grads: the gradient of each tower of this worker (tensors or
-      IndexedSlices; none None), in tower order.
-    devices: the towers' devices, in the same order.
-    wide: the accumulation dtype float16 gradients are added in, or None.
-    num_workers: members of the collective, one a worker; with one worker
-      there is no collective.
-    group_key, instance_key: the collective's keys (equal on every worker).
-    factor: what the cluster's sum is multiplied by (1 / towers of the
-      cluster for a mean), or None for the sum.
-
-  Returns:
-    One tensor a tower, on the tower's device, in the gradients' dtype: the
-    first tower's is the reduction itself, the others identities of it.
-  """
+def worker_sum(grads, device, wide):
+  """One variable's gradients of a worker's towers (tensors or
+  IndexedSlices, none None, in tower order) summed on `device`, densified,
+  float16 ones added in `wide` when it is given: the tensor that crosses
+  the network, in the dtype it crosses in."""
   dtype = grads[0].dtype.base_dtype
-  with tf.device(devices[0]):
+  with tf.device(device):
     parts = [aggregation.densify(g) for g in grads]
     if wide is not None and dtype == tf.float16:
       parts = [tf.cast(p, wide) for p in parts]
     total = tf.add_n(parts) if len(parts) > 1 else parts[0]
-    # A group of one has nothing to add (and older TensorFlow releases
-    # refuse one).
-    if num_workers > 1:
-      total = compat.collective_all_reduce(
-          total, num_workers, group_key, instance_key, devices[0])
-    if factor is not None:
-      total = aggregation.scale(total, factor)
-    if total.dtype != dtype:
-      total = tf.cast(total, dtype)
-  result = [total]
+  return total
+
+
+def across_workers(num_workers, group_key, instance_key, device, factor):
+  """A function of a tensor on `device`: its collective all-reduce over
+  `num_workers` members (none with one worker: a group of one has nothing
+  to add, and older TensorFlow releases refuse one), times `factor` unless
+  it is None."""
+  def reduce_fn(value):
+    with tf.device(device):
+      if num_workers > 1:
+        value = compat.collective_all_reduce(
+            value, num_workers, group_key, instance_key, device)
+      if factor is not None:
+        value = aggregation.scale(value, factor)
+    return value
+  return reduce_fn
+
+
+def hand_out(value, dtype, devices):
+  """`value` (on `devices[0]`) cast back to `dtype`, one tensor a tower:
+  the first tower's is the value itself, the others identities of it on
+  their own devices."""
+  with tf.device(devices[0]):
+    if value.dtype != dtype:
+      value = tf.cast(value, dtype)
+  result = [value]
   for device in devices[1:]:
     with tf.device(device):
-      result.append(tf.identity(total))
+      result.append(tf.identity(value))
   return result
 
 
