@@ -2,12 +2,13 @@
 of the worker, one collective a gradient across the workers, the result
 handed to every tower of the worker.
 
-With K workers of T towers, a flat ring over every tower makes each host
-link carry the ring's bytes T times over (every tower of a worker is a
-member of its own, and the ring's neighbours of most members are on other
-hosts); summing the worker's towers first makes each worker one member of a
-group of K, so a host link carries a ring over K members: 2 (K-1)/K of the
-gradient's bytes each way, whatever T is.
+With K workers of T towers, a flat ring over every tower (every tower a
+member of its own) makes each host link carry more than a ring over the
+workers: 2 (KT-1)/(KT) of the gradient's bytes each way instead of
+2 (K-1)/K, 1.50x of it with two workers of two towers (measured,
+benchmarks/NETWORK_ALLREDUCE_RESULTS.md); summing the worker's towers first
+makes each worker one member of a group of K, so a host link carries the
+ring over K members whatever T is.
 
 The worker's sum is made on its first tower's device (`devices[0]`), which
 is also the worker's member of the collective: that tower's gradient is
