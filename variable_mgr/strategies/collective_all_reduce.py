@@ -153,8 +153,9 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
   # Bytes a bucket of gradients crossing the network holds at most (see
   # `gradient_buckets`); `configure_buckets` sets it.
   bucket_bytes = gradient_buckets.DEFAULT_BUCKET_BYTES
-  # The harness's gradients of tower 0 (see `preprocess_device_grads`).
-  _harness_gradients = ()
+  # The harness's (grad, var) pairs of tower 0 (see
+  # `preprocess_device_grads`).
+  _harness_tower = ()
 
   def configure_buckets(self, bucket_bytes):
     """Sets the largest bucket of gradients one collective carries across
@@ -180,7 +181,7 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
     # gradients: the training options put ops of their own (gates,
     # unscaling) after them, built in the list's order.
     towers = [list(grads) for grads in device_grads]
-    self._harness_gradients = [g for g, _ in towers[0]] if towers else []
+    self._harness_tower = towers[0] if towers else []
     return super(VariableMgrCollectiveAllReduce,
                  self).preprocess_device_grads(towers)
 
@@ -216,8 +217,9 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
     """The buckets of the worker's sums `{index: tensor}`, in sending
     order: the backward pass's with buckets, the towers' without."""
     if self.bucket_bytes:
+      # Validated by now: pairs.
       order = [i for i in gradient_buckets.backward_order(
-          self._harness_gradients) if i in sums]
+          [g for g, _ in self._harness_tower]) if i in sums]
     else:
       order = sorted(sums)
     sizes = dict((i, gradient_buckets.static_bytes(t))
