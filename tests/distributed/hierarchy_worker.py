@@ -4,9 +4,9 @@ gradient, a None gradient and a dense one under collective_all_reduce.
     python hierarchy_worker.py CLUSTER_JSON TASK_INDEX TOWERS OUT.npz CASE
 
 CASE is `<variables>-<reduction>-<dtype>[-<bucket_bytes>]`: variables `ref`
-or `resource`, reduction `mean` or `sum`, dtype `float32` or `float16`
-(float16 variables and gradients, added in float32:
-`accumulation_dtype=tf.float32`), and the strategy's `bucket_bytes` (its
+or `resource`, reduction `mean` or `sum`, dtype `float32`, `float16` (float16 variables
+and gradients, added in float32: `accumulation_dtype=tf.float32`) or `half`
+(float16, added in float16), and the strategy's `bucket_bytes` (its
 default when not given).
 
 The model of tower g (global tower `task * TOWERS + d`), batch `batch(g,
@@ -75,11 +75,11 @@ def main(argv):
     tf.disable_resource_variables()
   else:
     tf.enable_resource_variables()
-  dtype = tf.as_dtype(dtype_name)
+  dtype = tf.float16 if dtype_name == 'half' else tf.as_dtype(dtype_name)
   options = dict(reduction=reduction)
   if len(case.split('-')) > 3:
     options['bucket_bytes'] = int(case.split('-')[3])
-  if dtype == tf.float16:
+  if dtype_name == 'float16':
     options['accumulation_dtype'] = tf.float32
   cluster = tf.train.ClusterSpec(json.loads(cluster_json))
   server = tf.train.Server(

@@ -5,8 +5,8 @@ tower of every worker, against NumPy.
 
 Two worker processes of two towers (hierarchy_worker.py) train a model with
 a sparse gradient (a gather), a None gradient (an unused variable) and a
-dense one, with ref and resource variables, mean and sum, float32 and
-float16 added in float32. The graph's collectives are checked in
+dense one, with ref and resource variables, mean and sum, float32, float16
+added in float32 and float16 added in float16. The graph's collectives are checked in
 test_collective_all_reduce.py (one a gradient a worker, a group of workers).
 """
 
@@ -31,7 +31,8 @@ NAMES = ('emb', 'w', 'b', 'unused')
 # Float16 values hold 11 significant bits; float32 ones are summed in
 # another order than NumPy's.
 TOLERANCE = {'float32': dict(rtol=1e-5, atol=1e-6),
-             'float16': dict(rtol=4e-3, atol=4e-3)}
+             'float16': dict(rtol=4e-3, atol=4e-3),
+             'half': dict(rtol=4e-3, atol=4e-3)}
 
 
 def run_workers(tmp_path, case, towers=TOWERS):
@@ -101,7 +102,7 @@ def tower_values(arrays, when, tower):
 
 @pytest.mark.parametrize('case', [
     'resource-mean-float32', 'ref-mean-float32', 'ref-sum-float32',
-    'resource-sum-float16', 'ref-mean-float16'])
+    'resource-sum-float16', 'ref-mean-float16', 'resource-mean-half'])
 def test_two_towers_a_worker_step_as_the_flat_mean_or_sum(tmp_path, case):
   kind, reduction, dtype = case.split('-')
   arrays = run_workers(tmp_path, case)
@@ -115,7 +116,8 @@ def test_two_towers_a_worker_step_as_the_flat_mean_or_sum(tmp_path, case):
   for worker in arrays:
     for d in range(TOWERS):
       for name, value in tower_values(worker, 'initial', d).items():
-        assert value.dtype == np.dtype(dtype)
+        assert value.dtype == np.dtype(
+            'float16' if dtype == 'half' else dtype)
         np.testing.assert_array_equal(value, source[name])
   expected = reference(source, reduction, WORKERS * TOWERS,
                        hierarchy_worker.STEPS)
