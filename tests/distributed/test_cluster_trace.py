@@ -20,7 +20,11 @@ def test_task_path_inserts_the_task_before_the_extension():
   assert trace.task_path('run.trace.json', 'worker:12') == (
       'run.trace.worker12.json')
   assert trace.task_path('/tmp/t/trace', 'worker:0') == '/tmp/t/trace.worker0'
+
+
+def test_traced_step_is_the_last_warm_up_step():
   assert trace.traced_step(10) == -1
+  assert trace.traced_step(1) == -1
   assert trace.traced_step(0) == 0
 
 

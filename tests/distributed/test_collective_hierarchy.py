@@ -100,9 +100,11 @@ def tower_values(arrays, when, tower):
   return dict((n, arrays['%s/v%d/%s' % (when, tower, n)]) for n in NAMES)
 
 
+# The mean of float32 is stepped by the bucket test below, with both kinds
+# of variables.
 @pytest.mark.parametrize('case', [
-    'resource-mean-float32', 'ref-mean-float32', 'ref-sum-float32',
-    'resource-sum-float16', 'ref-mean-float16', 'resource-mean-half'])
+    'ref-sum-float32', 'resource-sum-float16', 'ref-mean-float16',
+    'resource-mean-half'])
 def test_two_towers_a_worker_step_as_the_flat_mean_or_sum(tmp_path, case):
   kind, reduction, dtype = case.split('-')
   arrays = run_workers(tmp_path, case)

@@ -24,6 +24,14 @@ MUTATIONS = [
          new='      trace_path = config.trace_file\n',
          tests=['tests/distributed/test_cluster_trace.py::test_each_worker_'
                 'writes_a_trace_of_its_devices']),
+    # The cluster traces the first timed step even with warm-up steps: its
+    # tracing cost lands in the timed steps.
+    dict(name='cluster-trace-of-a-timed-step',
+         path='variable_mgr/benchmark/cluster/trace.py',
+         old='  return -1 if num_warmup_batches else 0\n',
+         new='  return 0\n',
+         tests=['tests/distributed/test_cluster_trace.py::test_traced_step_'
+                'is_the_last_warm_up_step']),
     # The traced step's call without FULL_TRACE: an empty trace.
     dict(name='cluster-trace-without-full-trace',
          path='variable_mgr/benchmark/cluster/deadline.py',

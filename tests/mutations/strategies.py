@@ -111,7 +111,7 @@ MUTATIONS = [
          old='    total = tf.add_n(parts) if len(parts) > 1 else parts[0]\n',
          new='    total = parts[0]\n',
          tests=['tests/distributed/test_collective_hierarchy.py::test_two_'
-                'towers_a_worker_step_as_the_flat_mean_or_sum[ref-mean-'
+                'towers_a_worker_step_as_the_flat_mean_or_sum[ref-sum-'
                 'float32]']),
     # collective_all_reduce's buckets filled in the towers' order (first
     # layer first) instead of the backward pass's.
