@@ -203,22 +203,21 @@ def test_input_with_a_device_is_taken_as_it_is():
   _assert_sums(arrays, values, np.float32, dict(rtol=1e-6, atol=1e-6))
 
 
-# -- The collective_all_reduce strategy on one worker of two towers ------------
+# -- The collective_all_reduce strategy on two workers of one tower ----------
 
 
 class _Host(object):
-  """One worker of two CPU towers, the whole cluster."""
+  """Worker `task_index` of a worker-only cluster, one CPU tower."""
 
-  def __init__(self, cluster):
+  def __init__(self, cluster, task_index):
     self.cluster = cluster
-    self.task_index = 0
-    self.num_workers = 1
-    self.raw_devices = ['/job:worker/replica:0/task:0/cpu:%d' % d
-                        for d in range(2)]
+    self.task_index = task_index
+    self.num_workers = len(cluster.job_tasks('worker'))
+    self.raw_devices = ['/job:worker/replica:0/task:%d/cpu:0' % task_index]
     self.devices = list(self.raw_devices)
     self.cpu_device = self.param_server_device = self.raw_devices[0]
     self.local_parameter_device_flag = 'cpu'
-    self.num_gpus = 2
+    self.num_gpus = 1
 
 
 INITIAL = [np.array([1.5, -0.25, 3.0], np.float16),
@@ -227,59 +226,76 @@ GRADIENTS = [np.array([0.5, 1.0, -2.0], np.float16),
              np.array([0.25, -0.75, 1.0], np.float16)]
 
 
+def _worker_graph(cluster, task_index):
+  """Worker `task_index`'s graph: its one tower's float16 variable starts
+  at INITIAL[task], its gradient GRADIENTS[task] built outside any device
+  scope. Returns (graph, variable, init, post-init ops, training ops)."""
+  host = _Host(cluster, task_index)
+  graph = tf.Graph()
+  with graph.as_default():
+    mgr = variable_mgr.create('collective_all_reduce', host)
+    grad = tf.constant(GRADIENTS[task_index])
+    assert not grad.device
+    with mgr.create_outer_variable_scope(0), tf1.device(host.devices[0]):
+      w = tf1.get_variable('w', initializer=tf.constant(INITIAL[task_index]))
+    apply_devices, state = mgr.preprocess_device_grads([[(grad, w)]])
+    opt = tf1.train.GradientDescentOptimizer(
+        tf.constant(LEARNING_RATE, tf.float16))
+    training_ops = []
+    with tf1.device(apply_devices[0]):
+      mgr.append_apply_gradients_ops(
+          state, opt, mgr.get_gradients_to_apply(0, state), training_ops)
+    post_init = mgr.get_post_init_ops()
+    init = tf1.global_variables_initializer()
+  return graph, w, init, post_init, training_ops
+
+
 @pytest.mark.parametrize('lack', [True, None], ids=['widened', 'installed'])
 def test_strategy_float16_step_with_device_less_gradients(
     monkeypatch, variable_kind, lack):
-  """Tower 1 starts from tower 0's values (the broadcast), and one step
-  applies the mean of the towers' gradients, which the harness built
-  outside any device scope."""
+  """Two workers of one tower, each a server of this process: worker 1
+  starts from worker 0's values (the broadcast), and one step applies the
+  mean of the workers' gradients, which the harness built outside any
+  device scope."""
+  import threading  # pylint: disable=g-import-not-at-top
   if lack is not None:
     _lack_half(monkeypatch, lack)
   wide = LACKS_HALF if lack is None else lack
   carried = tf.float32 if wide else tf.float16
-  cluster = tf1.train.ClusterSpec({'worker': ['127.0.0.1:%d' % _free_port()]})
-  config = collective_all_reduce.set_collective_group_leader(_config(2))
-  host = _Host(cluster)
-  graph = tf.Graph()
-  with graph.as_default():
-    mgr = variable_mgr.create('collective_all_reduce', host)
-    grads = [tf.constant(g) for g in GRADIENTS]
-    assert not any(g.device for g in grads)
-    device_grads = []
-    variables = []
-    for d in range(2):
-      with mgr.create_outer_variable_scope(d), tf1.device(host.devices[d]):
-        w = tf1.get_variable('w', initializer=tf.constant(INITIAL[d]))
-        variables.append(w)
-        device_grads.append([(grads[d], w)])
-    apply_devices, state = mgr.preprocess_device_grads(device_grads)
-    opt = tf1.train.GradientDescentOptimizer(
-        tf.constant(LEARNING_RATE, tf.float16))
-    training_ops = []
-    for i, device in enumerate(apply_devices):
-      with tf1.device(device):
-        mgr.append_apply_gradients_ops(
-            state, opt, mgr.get_gradients_to_apply(i, state), training_ops)
-    post_init = mgr.get_post_init_ops()
-    init = tf1.global_variables_initializer()
-  for op_type in ('CollectiveReduce', 'CollectiveBcastSend',
-                  'CollectiveBcastRecv'):
-    ops = _ops(graph, op_type)
-    assert ops and all(op.get_attr('T') == carried for op in ops), op_type
-  for op in _ops(graph, 'CollectiveReduce'):
-    assert op.inputs[0].device
-  server = tf1.train.Server(cluster, job_name='worker', task_index=0,
-                            config=config, start=True)
-  with tf1.Session(server.target, graph=graph, config=config) as sess:
-    sess.run(init)
-    sess.run(post_init)
-    started = sess.run(variables)
-    sess.run(training_ops)
-    final = sess.run(variables)
-  for value in started:
-    np.testing.assert_array_equal(value, INITIAL[0])
+  cluster = tf1.train.ClusterSpec({'worker': [
+      '127.0.0.1:%d' % _free_port() for _ in range(2)]})
+  config = collective_all_reduce.set_collective_group_leader(_config(1))
+  built = [_worker_graph(cluster, k) for k in range(2)]
+  for graph, _, _, _, _ in built:
+    for op_type in ('CollectiveReduce', 'CollectiveBcastSend',
+                    'CollectiveBcastRecv'):
+      ops = _ops(graph, op_type)
+      assert all(op.get_attr('T') == carried for op in ops), op_type
+    assert len(_ops(graph, 'CollectiveReduce')) == 1
+    for op in _ops(graph, 'CollectiveReduce'):
+      assert op.inputs[0].device
+  servers = [tf1.train.Server(cluster, job_name='worker', task_index=k,
+                              config=config, start=True) for k in range(2)]
+  results = [None, None]
+
+  def work(k):
+    graph, w, init, post_init, training_ops = built[k]
+    with tf1.Session(servers[k].target, graph=graph, config=config) as sess:
+      sess.run(init)
+      sess.run(post_init)
+      started = sess.run(w)
+      sess.run(training_ops)
+      results[k] = (started, sess.run(w))
+
+  threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+  for thread in threads:
+    thread.start()
+  for thread in threads:
+    thread.join(120)
+  assert all(r is not None for r in results), results
   mean = (GRADIENTS[0].astype(np.float64) + GRADIENTS[1]) / 2
   expected = INITIAL[0] - LEARNING_RATE * mean
-  for value in final:
-    assert value.dtype == np.float16
-    np.testing.assert_allclose(value, expected, **HALF)
+  for started, final in results:
+    np.testing.assert_array_equal(started, INITIAL[0])
+    assert final.dtype == np.float16
+    np.testing.assert_allclose(final, expected, **HALF)

@@ -51,6 +51,7 @@ _STRATEGY_OPTIONS = collections.OrderedDict([
     ('agg_small_grads_max_bytes', (_ALL_REDUCE, 0)),
     ('agg_small_grads_max_group', (_ALL_REDUCE, 10)),
     ('float16_transfer', (_ALL_REDUCE, False)),
+    ('bucket_bytes', (('collective_all_reduce',), None)),
 ])
 
 
@@ -86,6 +87,9 @@ def create(variable_update, benchmark_cnn, reduction=None,
       agg_small_grads_max_group, float16_transfer (replicated and
       distributed_all_reduce, which requires all_reduce_spec): see
       `VariableMgrLocalReplicated`.
+      bucket_bytes (collective_all_reduce): the largest bucket of
+      gradients one collective carries across the workers, in bytes (see
+      `strategies.gradient_buckets`); None for its default.
 
   Returns:
     A `VariableMgr`.
@@ -170,6 +174,12 @@ def _construct(entry, variable_update, benchmark_cnn, reduction,
                if variable_update in _STRATEGY_OPTIONS[name][0])
     return cls(benchmark_cnn, reduction=reduction,
                accumulation_dtype=accumulation_dtype, **own)
+  if variable_update == 'collective_all_reduce':
+    mgr = cls(benchmark_cnn, reduction=reduction,
+              accumulation_dtype=accumulation_dtype)
+    if options.get('bucket_bytes') is not None:
+      mgr.configure_buckets(options['bucket_bytes'])
+    return mgr
   if partition_min_bytes:
     return cls(benchmark_cnn, reduction=reduction,
                accumulation_dtype=accumulation_dtype,

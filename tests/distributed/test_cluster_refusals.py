@@ -35,9 +35,9 @@ REFUSED = [
      ['--cross_replica_sync=false with --variable_update='
       'distributed_replicated', 'exist only for parameter_server',
       '--variable_update=parameter_server']),
-    ('trace_file', PS + ['--trace_file', '/tmp/never_written.json'],
-     ['--trace_file=/tmp/never_written.json', 'a cluster run does not',
-      'drop --trace_file']),
+    ('summary_dir', PS + ['--summary_dir', '/tmp/never_written'],
+     ['--summary_dir=/tmp/never_written', 'a cluster run does not',
+      'drop --summary_dir']),
     ('save_model_secs_without_train_dir', PS + ['--save_model_secs', '5'],
      ['--save_model_secs=5 without --train_dir', 'add --train_dir=DIR']),
 ]

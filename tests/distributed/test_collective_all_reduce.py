@@ -128,15 +128,17 @@ def test_benchmark_cluster_restores_and_matches_numpy(launch, tmp_path):
 # -- The graph ----------------------------------------------------------------
 
 
-def _collectives(task_index, towers=2, reduction=None):
+def _collectives(task_index, towers=2, reduction=None, graph_only=False,
+                 bucket_bytes=0):
   """{op type: [(device task, device index, group_size, group_key,
-  instance_key)]} of the graph worker `task_index` builds."""
+  instance_key)]} of the graph worker `task_index` builds, and the
+  gradients each tower applies; the graph itself with `graph_only`."""
   cluster = {'ps': ['h:1'], 'worker': ['h:2', 'h:3']}
   host = variable_mgr.ClusterBenchmarkCnn(cluster, task_index, towers)
   graph = tf.Graph()
   with graph.as_default():
     mgr = variable_mgr.create('collective_all_reduce', host,
-                              reduction=reduction)
+                              reduction=reduction, bucket_bytes=bucket_bytes)
     device_grads = []
     for d in range(towers):
       with mgr.create_outer_variable_scope(d), tf.device(host.devices[d]):
@@ -150,6 +152,8 @@ def _collectives(task_index, towers=2, reduction=None):
     assert apply_devices == host.raw_devices
     grads = [mgr.get_gradients_to_apply(d, state) for d in range(towers)]
     mgr.get_post_init_ops()
+  if graph_only:
+    return graph
   result = {}
   for op in graph.get_operations():
     if op.type.startswith('Collective'):
@@ -162,47 +166,77 @@ def _collectives(task_index, towers=2, reduction=None):
   return result, grads
 
 
-def test_keys_and_group_sizes_match_across_workers():
-  chief, grads = _collectives(0)
-  other, _ = _collectives(1)
+@pytest.mark.parametrize('towers', [1, 3])
+def test_keys_and_group_sizes_match_across_workers(towers):
+  """Without buckets (bucket_bytes=0): one all-reduce a gradient a worker
+  (w: 0, b: 1; unused has None), on
+  the worker's first tower, in a group of the 2 workers: a worker's towers
+  are summed before it, so what crosses the network does not grow with
+  the towers. Nothing of a step is collective inside a worker."""
+  chief, grads = _collectives(0, towers)
+  other, _ = _collectives(1, towers)
   key = collective_all_reduce.GROUP_KEY
   grad_base = collective_all_reduce.GRADIENT_INSTANCE_KEY_BASE
   bcast_base = collective_all_reduce.BROADCAST_INSTANCE_KEY_BASE
-  # One all-reduce a tower and gradient (w: 0, b: 1; unused has None), in
-  # a group of every tower of both workers.
   for task, ops in ((0, chief), (1, other)):
-    assert ops['CollectiveReduce'] == sorted(
-        (task, d, 4, key, grad_base + i) for d in range(2) for i in (0, 1))
-  # Broadcast keys follow the sorted names: b, unused, w.
+    assert ops['CollectiveReduce'] == [
+        (task, 0, 2, key, grad_base + i) for i in (0, 1)]
+  # Broadcast keys follow the sorted names: b, unused, w; tower 0 of the
+  # chief sends, tower 0 of the other worker receives.
   assert chief['CollectiveBcastSend'] == [
-      (0, 0, 4, key, bcast_base + j) for j in range(3)]
-  assert chief['CollectiveBcastRecv'] == [
-      (0, 1, 4, key, bcast_base + j) for j in range(3)]
+      (0, 0, 2, key, bcast_base + j) for j in range(3)]
+  assert 'CollectiveBcastRecv' not in chief
   assert 'CollectiveBcastSend' not in other
-  assert other['CollectiveBcastRecv'] == sorted(
-      (1, d, 4, key, bcast_base + j) for d in range(2) for j in range(3))
-  assert [g is None for g, _ in grads[0]] == [False, False, True]
+  assert other['CollectiveBcastRecv'] == [
+      (1, 0, 2, key, bcast_base + j) for j in range(3)]
+  for d in range(towers):
+    assert [g is None for g, _ in grads[d]] == [False, False, True]
+    for g, v in grads[d][:2]:
+      # Each tower applies the result on its own device, to its own copy.
+      assert v.op.name.startswith('v%d/' % d)
+      assert tf.DeviceSpec.from_string(g.device).device_index == d
 
 
-def test_sum_reduction_has_no_scaling():
-  """The mean scales each all-reduce's output by 1/4; sum does not."""
+def test_worker_sums_its_towers_on_its_first_tower():
+  """The input of a gradient's all-reduce is the sum of the worker's
+  towers' gradients, made on the first tower's device."""
+  graph = _collectives(1, 3, graph_only=True)
+  for op in graph.get_operations():
+    if op.type != 'CollectiveReduce':
+      continue
+    total = op.inputs[0].op
+    assert total.type == 'AddN', total.type
+    assert len(total.inputs) == 3
+    assert tf.DeviceSpec.from_string(total.device).device_index == 0
+    assert sorted(tf.DeviceSpec.from_string(t.device).device_index
+                  for t in total.inputs) == [0, 1, 2]
+
+
+@pytest.mark.parametrize('towers', [1, 2])
+def test_sum_reduction_has_no_scaling(towers):
+  """The mean scales each all-reduce's output once a worker, by 1 / (2
+  workers x towers); sum does not."""
   def scale_ops(reduction):
     cluster = {'ps': ['h:1'], 'worker': ['h:2', 'h:3']}
-    host = variable_mgr.ClusterBenchmarkCnn(cluster, 1, 2)
+    host = variable_mgr.ClusterBenchmarkCnn(cluster, 1, towers)
     graph = tf.Graph()
     with graph.as_default():
       mgr = variable_mgr.create('collective_all_reduce', host,
-                                reduction=reduction)
+                                reduction=reduction, bucket_bytes=0)
       assert mgr.reduction == (reduction or 'mean')
       device_grads = []
-      for d in range(2):
+      for d in range(towers):
         with mgr.create_outer_variable_scope(d), tf.device(host.devices[d]):
           w = tf.get_variable('w', [3])
           device_grads.append([(tf.ones([3]), w)])
       mgr.preprocess_device_grads(device_grads)
     return [op for op in graph.get_operations()
             if op.type == 'Mul' and 'collective_all_reduce' in op.name]
-  assert len(scale_ops(None)) == 2
+  mean_ops = scale_ops(None)
+  assert len(mean_ops) == 1
+  assert mean_ops[0].inputs[0].op.type == 'CollectiveReduce'
+  factor = tf.make_ndarray(mean_ops[0].inputs[1].op.get_attr('value'))
+  assert factor == np.float32(1.0 / (2 * towers))
   assert not scale_ops('sum')
 
 

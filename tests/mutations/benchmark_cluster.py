@@ -16,6 +16,29 @@ MUTATIONS = [
          new='        if False:\n',
          tests=['tests/distributed/test_cluster_more_faults.py::test_readme_'
                 'cluster_command_saves_every_n_steps']),
+    # --trace_file on a cluster: every worker writes the path as given, the
+    # last one to finish its step overwriting the others' traces.
+    dict(name='cluster-trace-without-the-task',
+         path='variable_mgr/benchmark/cluster/worker_task.py',
+         old='      trace_path = trace.task_path(config.trace_file, spec.name)\n',
+         new='      trace_path = config.trace_file\n',
+         tests=['tests/distributed/test_cluster_trace.py::test_each_worker_'
+                'writes_a_trace_of_its_devices']),
+    # The cluster traces the first timed step even with warm-up steps: its
+    # tracing cost lands in the timed steps.
+    dict(name='cluster-trace-of-a-timed-step',
+         path='variable_mgr/benchmark/cluster/trace.py',
+         old='  return -1 if num_warmup_batches else 0\n',
+         new='  return 0\n',
+         tests=['tests/distributed/test_cluster_trace.py::test_traced_step_'
+                'is_the_last_warm_up_step']),
+    # The traced step's call without FULL_TRACE: an empty trace.
+    dict(name='cluster-trace-without-full-trace',
+         path='variable_mgr/benchmark/cluster/deadline.py',
+         old='      options.trace_level = self.tf.RunOptions.FULL_TRACE\n',
+         new='      pass\n',
+         tests=['tests/distributed/test_cluster_trace.py::test_each_worker_'
+                'writes_a_trace_of_its_devices']),
     dict(name='probe-tcp-connect-only',
          path='variable_mgr/benchmark/cluster/liveness.py',
          old='  return ANSWERED if answer else SILENT\n',

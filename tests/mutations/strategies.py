@@ -100,10 +100,36 @@ MUTATIONS = [
                 'resource-parameter_server-replicated]']),
     dict(name='collective-mean-over-local-towers',
          path='variable_mgr/strategies/collective_all_reduce.py',
-         old='    factor = 1.0 / size if self.use_mean else None\n',
+         old='    factor = 1.0 / self.cluster_towers if self.use_mean else None\n',
          new='    factor = 1.0 / self.num_towers if self.use_mean else None\n',
          tests=['tests/distributed/test_collective_all_reduce.py::test_every_'
                 'tower_of_every_worker_matches_numpy[2]']),
+    # collective_all_reduce, two towers a worker: the worker's sum keeps its
+    # first tower's gradient only.
+    dict(name='collective-worker-sum-drops-other-towers',
+         path='variable_mgr/strategies/worker_hierarchy.py',
+         old='    total = tf.add_n(parts) if len(parts) > 1 else parts[0]\n',
+         new='    total = parts[0]\n',
+         tests=['tests/distributed/test_collective_hierarchy.py::test_two_'
+                'towers_a_worker_step_as_the_flat_mean_or_sum[ref-sum-'
+                'float32]']),
+    # collective_all_reduce's buckets filled in the towers' order (first
+    # layer first) instead of the backward pass's.
+    dict(name='collective-buckets-in-the-towers-order',
+         path='variable_mgr/strategies/gradient_buckets.py',
+         old='  return [i for _, i in sorted((position[_op_of(t).name], i)\n'
+             '                               for i, t in present)]\n',
+         new='  return [i for i, _ in present]\n',
+         tests=['tests/test_gradient_buckets.py::test_buckets_follow_the_'
+                'backward_pass[plain]']),
+    # A bucket's buffer cut back in the wrong order: each gradient gets
+    # another's values (sizes permitting).
+    dict(name='collective-bucket-cut-back-reversed',
+         path='variable_mgr/strategies/gradient_buckets.py',
+         old='  return [tf.reshape(p, s) for p, s in zip(parts, shapes)]\n',
+         new='  return [tf.reshape(p, s) for p, s in zip(parts[::-1], shapes)]\n',
+         tests=['tests/distributed/test_collective_hierarchy.py::test_every_'
+                'bucket_size_steps_as_one_collective_a_gradient[ref]']),
     dict(name='collective-task-index-past-the-workers',
          path='variable_mgr/strategies/collective_all_reduce.py',
          old='    if not 0 <= host.task_index < workers:\n',

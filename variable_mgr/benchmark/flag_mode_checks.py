@@ -23,8 +23,9 @@ CONTROLLER_STRATEGY = 'distributed_all_reduce'
 # Flags a cluster run reads and a run on one machine would ignore.
 CLUSTER_ONLY_FLAGS = ('cross_replica_sync', 'op_timeout_secs',
                       'startup_timeout_secs', 'num_ps', 'num_workers')
-# Flags a run on one machine reads and a cluster run would ignore.
-LOCAL_ONLY_FLAGS = ('trace_file', 'summary_dir', 'measure_traffic')
+# Flags a run on one machine reads and a cluster run would ignore
+# (--trace_file is read by both: each worker writes a trace of its own).
+LOCAL_ONLY_FLAGS = ('summary_dir', 'measure_traffic')
 COMPARE_FLAGS = ('compare_dir', 'compare_strategies', 'compare_towers',
                  'compare_options')
 

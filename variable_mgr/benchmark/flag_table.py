@@ -169,7 +169,9 @@ def training_flags(model_names):
            'directory; created if missing, its parent must exist)'),
       flag('trace_file', t.text, None,
            'write a Chrome trace (chrome://tracing) of one step to this file '
-           '(its directory must exist)'),
+           '(its directory must exist); on a cluster each worker writes its '
+           'own, the task inserted before the extension: trace.json -> '
+           'trace.worker0.json, trace.worker1.json, ...'),
       flag('output', t.text, None,
            'write the results as JSON to this file (its directory must '
            'exist)'),

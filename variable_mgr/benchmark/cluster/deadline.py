@@ -74,18 +74,22 @@ class DeadlineCaller(object):
       prober.start()
 
   def __call__(self, fetches, what, timeout_secs=None, feed=None,
-               probe_peers=True):
+               probe_peers=True, run_metadata=None):
     """`sess.run(fetches)`; `what` says what the call does, for the errors.
     `probe_peers=False`: no probes during this call even with the
     caller's `probe_peers` (the call that tells the PS tasks this worker
-    finished lets them exit before it returns)."""
+    finished lets them exit before it returns). A `run_metadata` (a
+    `tf.RunMetadata`) gets the call's full trace (`--trace_file`)."""
     timeout = self.timeout_secs if timeout_secs is None else timeout_secs
     options = self.tf.RunOptions(timeout_in_ms=int(timeout * 1000))
+    if run_metadata is not None:
+      options.trace_level = self.tf.RunOptions.FULL_TRACE
     now = time.time()
     self._pending = _Call(now + timeout + WATCHDOG_MARGIN_SECS, what,
                           timeout, now, self.probe_peers and probe_peers)
     try:
-      return self.sess.run(fetches, feed_dict=feed, options=options)
+      return self.sess.run(fetches, feed_dict=feed, options=options,
+                           run_metadata=run_metadata)
     except self.tf.errors.OpError as e:
       # The call returned: the watchdog is done with it, and the probes
       # that find who broke it (bounded by their own timeouts) may take

@@ -53,6 +53,7 @@ from variable_mgr.benchmark.cluster import deadline
 from variable_mgr.benchmark.cluster import liveness
 from variable_mgr.benchmark.cluster import servers
 from variable_mgr.benchmark.cluster import task_spec
+from variable_mgr.benchmark.cluster import trace
 from variable_mgr.benchmark.cluster import worker_graph
 from variable_mgr.compat import tf
 
@@ -199,6 +200,10 @@ def run_worker(spec, config, options, log=print):
     num_batches = batch_target.batches_left(
         config.num_batches, first_global_step if sync else restored_step,
         1 if sync else spec.num_workers, config.train_dir)
+    trace_path = trace_step = None
+    if config.trace_file:
+      trace_path = trace.task_path(config.trace_file, spec.name)
+      trace_step = trace.traced_step(config.num_warmup_batches)
     for step in range(-config.num_warmup_batches, num_batches):
       run_step = step + config.num_warmup_batches + 1
       if step == 0:
@@ -215,9 +220,16 @@ def run_worker(spec, config, options, log=print):
       feed = None
       if g.save_request is not None:
         feed = {g.save_request: schedule.request(run_step)}
+      run_metadata = tf.RunMetadata() if step == trace_step else None
       step_start = time.time()
-      out = call(step_fetches, 'running step %d' % run_step, feed=feed)
+      out = call(step_fetches, 'running step %d' % run_step, feed=feed,
+                 run_metadata=run_metadata)
       elapsed = time.time() - step_start
+      if run_metadata is not None:
+        trace.write(trace_path, run_metadata)
+        log('Wrote a Chrome trace of %s to %s' % (
+            'the last warm-up step' if step < 0 else 'timed step 1',
+            trace_path))
       if sync and not started_all:
         # A synchronous step passed every worker's barrier: all tasks are up,
         # and from now on one that does not answer is dead.
