@@ -23,7 +23,7 @@ def pytest_addoption(parser):
            'marker; Linux and root, else they skip)')
   parser.addoption(
       '--long', action='store_true',
-      help='also run the long cluster fault tests (long marker)')
+      help='also run the long tests (long marker)')
 
 
 def pytest_configure(config):
@@ -33,10 +33,10 @@ def pytest_configure(config):
       'markers', 'network_cluster: a long run of clusters in network '
       'namespaces; deselected unless pytest gets --network-cluster.')
   config.addinivalue_line(
-      'markers', 'long: a cluster fault test of 15 s or more (a task '
-      'stopped, killed or never started, waited out to its deadline) whose '
-      'code path a shorter test also takes; deselected unless pytest gets '
-      '--long.')
+      'markers', 'long: a test of 15 s or more (a cluster fault waited '
+      'out to its deadline, a further case of a cluster or subprocess run) '
+      'whose code path a shorter test also takes; deselected unless pytest '
+      'gets --long.')
 
 
 def pytest_collection_modifyitems(config, items):

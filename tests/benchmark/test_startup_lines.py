@@ -60,7 +60,15 @@ def error_looking_lines(argv):
   return [l for l in lines if ERROR_LOOKING.match(l)]
 
 
-@pytest.mark.parametrize('name', sorted(COMMANDS))
+# The suite runs the quick commands; the rest, of the same start-up path
+# (a cluster, resnet50, the example's cluster), with --long.
+LONG_COMMANDS = ('cluster_tasks', 'example_distributed_replicated',
+                 'resnet50_device_cpu')
+
+
+@pytest.mark.parametrize('name', [
+    pytest.param(n, marks=[pytest.mark.long] if n in LONG_COMMANDS else [])
+    for n in sorted(COMMANDS)])
 def test_no_error_looking_line(name):
   # The exact list of such lines, on both generations: none.
   assert error_looking_lines(COMMANDS[name]) == []

@@ -102,9 +102,11 @@ def tower_values(arrays, when, tower):
 
 # The mean of float32 is stepped by the bucket test below, with both kinds
 # of variables.
+# Two cases in the suite, every case with --long.
 @pytest.mark.parametrize('case', [
-    'ref-sum-float32', 'resource-sum-float16', 'ref-mean-float16',
-    'resource-mean-half'])
+    'ref-sum-float32', 'resource-mean-half',
+    pytest.param('resource-sum-float16', marks=pytest.mark.long),
+    pytest.param('ref-mean-float16', marks=pytest.mark.long)])
 def test_two_towers_a_worker_step_as_the_flat_mean_or_sum(tmp_path, case):
   kind, reduction, dtype = case.split('-')
   arrays = run_workers(tmp_path, case)

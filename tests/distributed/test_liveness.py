@@ -356,8 +356,8 @@ class _BlockedSession(object):
   def __init__(self):
     self.release = threading.Event()
 
-  def run(self, fetches, feed_dict=None, options=None):
-    del fetches, feed_dict
+  def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+    del fetches, feed_dict, run_metadata
     if not self.release.wait(options / 1000.0):
       raise _FakeTf.errors.DeadlineExceededError('Timed out')
     return 'released'

@@ -70,8 +70,11 @@ def run(args, log=print):
   try:
     config = run_config.from_args(args)
     if not args.eval:
-      # Before any graph: a run that would not fit in memory.
+      # Before any graph: data the towers cannot read, then a run that
+      # would not fit in memory (its estimate builds the model in a
+      # scratch graph).
       resolved = config.resolved()
+      harness.check_data_config(resolved)
       memory_estimate.check(resolved, resolved.num_gpus, args)
     results = run_one(config, log)
   except interrupted.INTERRUPTIONS as e:
