@@ -25,7 +25,7 @@ import sys
 import numpy as np
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(os.path.dirname(_HERE))]
+sys.path[:0] = [_HERE, os.path.dirname(os.path.dirname(_HERE))]
 
 import tensorflow as _tf  # pylint: disable=g-import-not-at-top,wrong-import-position
 
@@ -34,6 +34,7 @@ _tf.compat.v1.disable_eager_execution()
 import variable_mgr  # pylint: disable=g-import-not-at-top,wrong-import-position
 from variable_mgr import compat  # pylint: disable=g-import-not-at-top,wrong-import-position
 from variable_mgr.strategies import collective_all_reduce  # pylint: disable=g-import-not-at-top,wrong-import-position
+from collective_worker import WorkerHost  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 tf = _tf.compat.v1
 TIMEOUT_MS = 30000
@@ -49,22 +50,6 @@ def batch(global_tower, step):
   ids[0] = ids[1]  # A row read twice: its sparse gradient has two slices.
   y = rng.randn(BATCH, OUT)
   return ids, y
-
-
-class WorkerHost(object):
-  """The attributes collective_all_reduce reads, for a worker-only cluster."""
-
-  def __init__(self, cluster, task_index, towers):
-    prefix = '/job:worker/replica:0/task:%d' % task_index
-    self.cluster = cluster
-    self.task_index = task_index
-    self.num_workers = len(cluster.job_tasks('worker'))
-    self.raw_devices = ['%s/cpu:%d' % (prefix, d) for d in range(towers)]
-    self.devices = list(self.raw_devices)
-    self.cpu_device = prefix + '/cpu:0'
-    self.param_server_device = self.cpu_device
-    self.local_parameter_device_flag = 'cpu'
-    self.num_gpus = towers
 
 
 def main(argv):
