@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from variable_mgr.benchmark import cli
+from variable_mgr.benchmark import interrupted
 from variable_mgr.benchmark import local_run
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -117,3 +118,55 @@ def test_save_model_steps_needs_train_dir(capsys):
   assert ('--save_model_steps=2 without --train_dir: it applies to the '
           'files --train_dir names; add --train_dir=DIR or drop '
           '--save_model_steps') in capsys.readouterr().err
+
+
+def _session_with_a_step():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  graph = tf.Graph()
+  with graph.as_default():
+    x = tf.compat.v1.placeholder(tf.float32, [2])
+    y = x * 3.0
+  return tf.compat.v1.Session(graph=graph), x, y
+
+
+@pytest.mark.parametrize('sig, exception', [
+    (signal.SIGINT, KeyboardInterrupt),
+    (signal.SIGTERM, interrupted.exit_status.Terminated),
+])
+def test_a_signal_during_a_step_is_held_until_check(sig, exception):
+  """Raised at any bytecode of TensorFlow's session code, the exception
+  can leave the graph's session-run lock held and the save that follows
+  waiting for ever (TF 1.15); held, the session goes on answering and the
+  exception comes at `check`, between two steps."""
+  sess, x, y = _session_with_a_step()
+  progress = interrupted.Progress()
+  answers = []
+  with interrupted.exit_status.sigterm_raises():
+    previous = signal.getsignal(sig)
+    with pytest.raises(exception):
+      with interrupted.session(sess, progress, None, None):
+        progress.start()
+        os.kill(os.getpid(), sig)  # In the step: held, not raised here.
+        answers.append(list(sess.run(y, {x: [1.0, 2.0]})))
+        progress.check()
+    assert signal.getsignal(sig) is previous
+  assert answers == [[3.0, 6.0]]
+
+
+def test_a_second_signal_stops_the_step_at_once_without_a_save():
+  sess, _, _ = _session_with_a_step()
+  progress = interrupted.Progress()
+  saves = []
+  first_held = []
+  with pytest.raises(KeyboardInterrupt) as raised:
+    with interrupted.session(sess, progress, saves.append, '/unused'):
+      progress.start()
+      os.kill(os.getpid(), signal.SIGINT)
+      first_held.append(progress.held)
+      os.kill(os.getpid(), signal.SIGINT)
+  assert first_held == [signal.SIGINT]
+  assert saves == []
+  assert raised.value.note.startswith(
+      'interrupted again before the step ended: stopped at once, nothing '
+      'was saved')
+  assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -267,12 +267,14 @@ def run_benchmark(config, host, session_target='', session_config=None,
       trace_step = -1 if config.num_warmup_batches else 0
       last_save = _clock()
 
-      # Restored and initialised: from here an interruption saves.
-      progress.started = True
+      # Restored and initialised: from here an interruption saves, once
+      # the step in progress has ended.
+      progress.start()
       if config.num_warmup_batches:
         log('Running warm up')
       global_batch = config.batch_size * host.num_gpus
       for step in range(-config.num_warmup_batches, num_batches):
+        progress.check()
         # Steps this run has taken after this one (warm-up steps count).
         steps_run = config.num_warmup_batches + step + 1
         options = run_metadata = None
@@ -317,6 +319,7 @@ def run_benchmark(config, host, session_target='', session_config=None,
              (step + 1) % config.save_model_steps == 0)):
           saved_steps.append(_save(sess, g, config.train_dir, log))
           last_save = _clock()
+      progress.check()
       if step_times:
         total_seconds = time.time() - loop_start - eval_seconds
       traffic = None
