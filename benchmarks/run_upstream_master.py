@@ -5,6 +5,12 @@ this package in its place (`benchmarks/upstream_master.py` says how).
         [--tests FILE,...] [--select TEXT,...] [--no-tests] [--gpu-check]
         [--runs 2]
         [--extra FLAG,...] [--python PYTHON] [--workdir DIR]
+    python benchmarks/run_upstream_master.py --write-results
+
+`--write-results` runs what `benchmarks/UPSTREAM_MASTER_RESULTS.md` holds
+(every mode twice a copy with master's default ref variables, once a copy
+with --use_resource_vars, and master's test files with the selection below)
+and writes that file whole, naming the commit it measured.
 
 Modes: every `--variable_update` of master on the CPU (2 towers a worker;
 clusters of local task processes), each run `--runs` times in both copies;
@@ -12,18 +18,31 @@ a table of worker 0's (the controller's) losses, whether the runs of a
 copy repeat exactly, and whether the two copies agree. Tests: master's
 CPU-runnable test files in both copies, each test's outcome side by side
 and a count a file; master's `_check_has_gpu` is a no-op unless
-`--gpu-check` (without a CUDA GPU it fails nearly every test it guards). Exit status 1 when a mode fails or does not repeat with
-the project, or a test passes with master's own and not with the project.
+`--gpu-check` (without a CUDA GPU it fails nearly every test it
+guards). Exit status 1 when a mode fails or does not repeat with the
+project, or a test passes with master's own and not with the project.
 """
 
 import argparse
+import contextlib
+import datetime
+import io
 import os
+import platform
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import upstream_master  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(REPO, 'benchmarks', 'UPSTREAM_MASTER_RESULTS.md')
+# benchmark_cnn_test.py's tests that end in minutes on 2 cores (the rest of
+# the file takes hours there).
+RESULTS_SELECT = ('VariableUpdateTest,VariableMgrLocalReplicatedTest,'
+                  'testDistributedReplicatedSavableVars,testParameterServer,'
+                  'testReplicated,testIndependent,testSaveModelSteps')
 
 
 def _fmt(losses):
@@ -114,7 +133,12 @@ def main(argv=None):
   parser.add_argument('--extra', default='',
                       help='flags added to every mode, comma-separated, e.g. '
                       '--extra=--use_resource_vars')
+  parser.add_argument('--write-results', action='store_true',
+                      help='run what %s holds and write it whole' %
+                      os.path.relpath(RESULTS, REPO))
   args = parser.parse_args(argv)
+  if args.write_results:
+    return write_results(args)
   extra = [f for f in args.extra.split(',') if f]
   upstream = upstream_master.find_upstream()
   if upstream is None:
@@ -145,6 +169,74 @@ def main(argv=None):
   if bad:
     print('\nwith the project, failing or not repeating: ' + ', '.join(bad))
   return 1 if bad else 0
+
+
+class _Tee(io.TextIOBase):
+  """Writes to the terminal and keeps a copy."""
+
+  def __init__(self, stream):
+    super(_Tee, self).__init__()
+    self.stream = stream
+    self.kept = io.StringIO()
+
+  def write(self, text):
+    self.stream.write(text)
+    self.kept.write(text)
+    return len(text)
+
+  def flush(self):
+    self.stream.flush()
+
+
+def write_results(args):
+  """Runs the three parts of the results file and writes it whole."""
+  sys.path.insert(0, REPO)
+  from variable_mgr.benchmark import report  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  source = report.source_state(REPO)
+  started = datetime.datetime.now()
+  workdir = args.workdir or tempfile.mkdtemp(prefix='upstream_master_')
+  parts = [
+      ('Modes, master\'s default (ref variables), two runs a copy',
+       ['--no-tests', '--runs', '2']),
+      ('Modes, --use_resource_vars, one run a copy',
+       ['--no-tests', '--runs', '1', '--extra=--use_resource_vars']),
+      ('Master\'s test files of variable_mgr_util and allreduce',
+       ['--no-modes', '--tests',
+        'variable_mgr_util_test.py,allreduce_test.py']),
+      ('benchmark_cnn_test.py, the tests that end in minutes',
+       ['--no-modes', '--tests', 'benchmark_cnn_test.py',
+        '--select', RESULTS_SELECT]),
+  ]
+  sections, status = [], 0
+  for title, part in parts:
+    tee = _Tee(sys.stdout)
+    with contextlib.redirect_stdout(tee):
+      status |= main(part + ['--workdir', workdir, '--python', args.python])
+    sections.append('## %s\n\n%s' % (title, tee.kept.getvalue()))
+  minutes = (datetime.datetime.now() - started).total_seconds() / 60
+  text = '\n'.join([
+      '# tf_cnn_benchmarks master\'s harness: its own variable_mgr.py and '
+      'this package',
+      '',
+      'Written whole by `python benchmarks/run_upstream_master.py '
+      '--write-results`; the next run replaces all of it. What it means: '
+      '[tf_cnn_benchmarks](../docs/tf-cnn-benchmarks.md#masters-harness-with-'
+      'this-package).',
+      '',
+      '- commit: %s' % source,
+      '- TensorFlow %s, Python %s, %d cores; %s, %.0f minutes' % (
+          tf.__version__, platform.python_version(), os.cpu_count(),
+          started.strftime('%Y-%m-%d'), minutes),
+      '- exit status %d (1: a mode failed or did not repeat with the '
+      'project, or a test passed with master\'s own and not with the '
+      'project)' % status,
+      '',
+  ] + sections)
+  with open(RESULTS, 'w') as f:
+    f.write(text)
+  print('wrote %s' % RESULTS)
+  return status
 
 
 if __name__ == '__main__':

@@ -107,6 +107,16 @@ class VariableMgr(metaclass=upstream_calls.CallForms):
 
   # Whether `variable_consistency='relaxed'` applies (replicated says yes).
   supports_relaxed_consistency = False
+  # Whether `_gradients_to_apply` only reads the payload, so that every
+  # apply device's list can be taken at once (the tower-copy strategies).
+  gradients_by_device = False
+  # tf_cnn_benchmarks master's numbers where they differ from the project's
+  # (`upstream_calls.attach` sets it on a manager master's harness builds):
+  # the towers' variables are paired by position, whatever made them
+  # (master's own takes tf.Variables, and its tests hand it some), and the
+  # first step of relaxed consistency applies zero gradients (master's
+  # deferred puts start with zeros) instead of nothing.
+  master_numbers = False
 
   def configure_training(self, options):
     """Sets the training options (a `training_options.TrainingOptions`):
@@ -244,8 +254,12 @@ class VariableMgr(metaclass=upstream_calls.CallForms):
         `scale_loss(loss)`.
     """
     towers = [list(grads) for grads in device_grads]
-    tower_variables.check_tower_variables(towers)
-    validation.check_gradients(towers, self.num_towers, self._same_variable)
+    same_variable = self._same_variable
+    if self.master_numbers:
+      same_variable = lambda tower_var, first_var: True  # By position.
+    else:
+      tower_variables.check_tower_variables(towers)
+    validation.check_gradients(towers, self.num_towers, same_variable)
     # Found before the strategy adds ops of its own: only the towers' ops
     # (and staged puts) read the variables yet.
     variables = self._updated_variables(towers)
@@ -284,7 +298,9 @@ class VariableMgr(metaclass=upstream_calls.CallForms):
         ops.append(counter_update)
         ops.extend(updates)
       if options.relaxed:
-        towers, counted, updates = accumulation.defer(towers, devices)
+        towers, has_previous, updates = accumulation.defer(towers, devices)
+        if not self.master_numbers:
+          counted = has_previous
         ops.extend(updates)
       go = counted
       if options.use_fp16 and options.auto_loss_scale:
@@ -300,6 +316,12 @@ class VariableMgr(metaclass=upstream_calls.CallForms):
     self._internal_variables = [v for v in tf.local_variables()
                                 if id(v) not in before]
     return towers, StepControl(go, ops, cpu)
+
+  @property
+  def step_state_variables(self):
+    """The local variables the training options keep (accumulators,
+    deferred gradients, counters), made by `preprocess_device_grads`."""
+    return list(self._internal_variables)
 
   def _gated_step_ops(self, go):
     """Hook: ops that run every step of a gated step (see

@@ -313,3 +313,30 @@ def after(grad, ops, index):
   if isinstance(grad, tf.IndexedSlices):
     return tf.IndexedSlices(values, grad.indices, grad.dense_shape)
   return values
+
+
+def updates_after(op, grads):
+  """`grads` (`[(grad, var)]`), each passed through an identity on its
+  variable's device that runs after `op` (a barrier of the workers).
+
+  The wait is made where the update runs (the PS task), not where the
+  gradient is computed: there it holds back only the update, and the
+  gradient travels to the PS as soon as it is computed. An identity on the
+  worker would hold back the push itself until `op`, which under staged
+  variables waits for the next step's pull; on a link of finite speed the
+  pull's bytes then go first and the push after them, and the barrier's own
+  messages from the PS queue behind the pull (measured: a staged step on
+  200 Mbit/s links took the pull plus the push).
+  """
+  result = []
+  for g, v in grads:
+    if g is None:
+      result.append((g, v))
+      continue
+    with tf.colocate_with(v), tf.control_dependencies([op]):
+      if isinstance(g, tf.IndexedSlices):
+        result.append((tf.IndexedSlices(tf.identity(g.values), g.indices,
+                                        g.dense_shape), v))
+      else:
+        result.append((tf.identity(g), v))
+  return result

@@ -27,6 +27,7 @@ import contextlib
 
 from variable_mgr import compat
 from variable_mgr import errors
+from variable_mgr import ordering
 from variable_mgr import placement
 from variable_mgr import training_options
 from variable_mgr import upstream_host
@@ -38,6 +39,8 @@ REUSE_VARS = '_reuse_vars'
 STRIP_PORT = '_strip_port'
 # Set on a GradientState once its step's loss-scale update is built.
 LOSS_SCALE_COUNTED = 'master_loss_scale_counted'
+# Set on a GradientState once its step's barrier after the reads is built.
+GRADIENTS_READY = 'master_gradients_ready'
 
 
 class CallForms(abc.ABCMeta):
@@ -62,6 +65,70 @@ class CallForms(abc.ABCMeta):
     return mgr
 
 
+class DeviceGradients(list):
+  """What master's `preprocess_device_grads` returns under the tower-copy
+  strategies: each apply device's `[(grad, var)]`, a list as master's own
+  returns (its tests index it and fetch it), holding the project's
+  `GradientState` (`state`), which master's harness hands back to
+  `get_gradients_to_apply` and `append_apply_gradients_ops`.
+
+  Fetched alone, without the update ops, the gradients carry the step's
+  state assigns (relaxed consistency's store of this step's gradients for
+  the next): master's tests fetch the deferred gradients twice and expect
+  the second fetch to give the first's sums, as master's deferred puts do.
+  Master's harness never fetches them, so its steps wait for nothing more.
+  """
+
+  def __init__(self, state, towers):
+    super(DeviceGradients, self).__init__(towers)
+    self.state = state
+
+
+def _device_gradients(mgr, state):
+  control = state.step_control
+  towers = []
+  for i in range(len(state.apply_devices)):
+    grads = mgr.get_gradients_to_apply(i, state)
+    if control is not None and control.ops:
+      with tf.device(state.apply_devices[i]), tf.control_dependencies(
+          control.ops):
+        grads = [(None if g is None else tf.identity(g), v)
+                 for g, v in grads]
+    towers.append(grads)
+  return DeviceGradients(state, towers)
+
+
+def _state_of(gradient_state):
+  if isinstance(gradient_state, DeviceGradients):
+    return gradient_state.state
+  return gradient_state
+
+
+def _after_every_workers_reads(mgr, state, grads):
+  """`grads`, whose updates wait for every worker's reads of the step.
+
+  Master's harness keeps no barrier between the workers' reads of the
+  variables they share on the PS tasks and their updates (the project's
+  benchmark does): with several synchronous workers an update of one can
+  land before another worker's read of the same step (under staged
+  variables, its put of the next step's value), and two runs differ (the
+  staged cluster's step 2 gave 7.054 in one run and 111.4 in the other).
+  The same barrier here, built once a step, through master's own
+  `add_sync_queues_and_barrier`.
+  """
+  host = mgr.benchmark_cnn
+  if (mgr.each_tower_has_variables() or mgr.workers_meet_after_reads or
+      not host.cross_replica_sync or
+      training_options.worker_count(host) < 2):
+    return grads
+  ready = getattr(state, GRADIENTS_READY, None)
+  if ready is None:
+    ready = host.add_sync_queues_and_barrier(
+        'variable_mgr_gradients_ready_', [tf.group(*state.variable_reads)])
+    setattr(state, GRADIENTS_READY, ready)
+  return ordering.updates_after(ready, grads)
+
+
 def _strip_port(name):
   return name[:-2] if name.endswith(':0') else name
 
@@ -72,12 +139,14 @@ def attach(mgr, use_resource_vars):
   host = mgr.benchmark_cnn
   mgr.use_resource_vars = use_resource_vars
   mgr.grad_has_inf_nan = None
+  mgr.master_numbers = True
   setattr(mgr, REUSE_VARS, False)
   setattr(mgr, WARMUP_OPS, [])
   setattr(mgr, STRIP_PORT, _strip_port)
   scope_of = mgr.create_outer_variable_scope
   variables_of = mgr.trainable_variables_on_device
   preprocess = mgr.preprocess_device_grads
+  to_apply = mgr.get_gradients_to_apply
   append_apply = mgr.append_apply_gradients_ops
 
   @contextlib.contextmanager
@@ -106,14 +175,26 @@ def attach(mgr, use_resource_vars):
         finite = [tf.reduce_all(tf.is_finite(g))
                   for tower in towers for g, _ in tower if g is not None]
         mgr.grad_has_inf_nan = tf.logical_not(tf.reduce_all(tf.stack(finite)))
-    return result
+    apply_devices, state = result
+    # Master's warm-up ops put the starting zeros of its deferred gradients;
+    # here the initial values of the training options' state.
+    setattr(mgr, WARMUP_OPS,
+            [v.initializer for v in mgr.step_state_variables])
+    if mgr.gradients_by_device:
+      with tf.name_scope('device_gradients'):
+        return apply_devices, _device_gradients(mgr, state)
+    return apply_devices, state
+
+  def get_gradients_to_apply(device_num, gradient_state):
+    return to_apply(device_num, _state_of(gradient_state))
 
   def append_apply_gradients_ops(gradient_state, opt, grads, training_ops,
                                  loss_scale_params=None):
     """Master's form: with an automatic loss scale on the chief, the update
     runs only when no gradient holds an inf or NaN, else the scale halves,
     as master's harness expects of its manager."""
-    grads = list(grads)
+    gradient_state = _state_of(gradient_state)
+    grads = _after_every_workers_reads(mgr, gradient_state, list(grads))
     if training_options.worker_count(host) > 1:
       # Master's optimizers do not lock; several workers updating the same
       # variables on the PS would lose parts of each other's updates (the
@@ -158,6 +239,7 @@ def attach(mgr, use_resource_vars):
   mgr.create_outer_variable_scope = create_outer_variable_scope
   mgr.trainable_variables_on_device = trainable_variables_on_device
   mgr.preprocess_device_grads = preprocess_device_grads
+  mgr.get_gradients_to_apply = get_gradients_to_apply
   mgr.append_apply_gradients_ops = append_apply_gradients_ops
   mgr.reuse_variables = reuse_variables
   mgr.savable_variables = lambda: savable_variables(mgr)

@@ -289,6 +289,27 @@ time.sleep(600)
 '''
 
 
+def _wait_until_stopped(pid, timeout=10.0):
+  """kill(SIGSTOP) returns before every thread of the process has stopped
+  (on a busy machine a thread may answer one more request): wait until the
+  kernel reports every thread of it stopped ('T' in its stat)."""
+  end = time.time() + timeout
+  tasks = '/proc/%d/task' % pid
+  while time.time() < end:
+    states = []
+    for task in os.listdir(tasks):
+      try:
+        with open(os.path.join(tasks, task, 'stat')) as f:
+          states.append(f.read().rsplit(')', 1)[1].split()[0])
+      except FileNotFoundError:  # A thread that just ended.
+        pass
+    if states and all(state == 'T' for state in states):
+      return
+    time.sleep(0.01)
+  raise AssertionError('process %d did not stop within %.0f s' %
+                       (pid, timeout))
+
+
 def test_probe_tells_a_stopped_server_from_a_running_one():
   """A process serving gRPC answers; stopped (SIGSTOP) its port still
   accepts TCP connections but it is SILENT; continued it answers again;
@@ -299,6 +320,7 @@ def test_probe_tells_a_stopped_server_from_a_running_one():
     address = '127.0.0.1:%d' % int(process.stdout.readline())
     assert liveness.probe(address) == ANSWERED
     os.kill(process.pid, signal.SIGSTOP)
+    _wait_until_stopped(process.pid)
     socket.create_connection(('127.0.0.1', int(address.split(':')[1])),
                              timeout=1.0).close()
     start = time.time()

@@ -52,7 +52,7 @@ MUTATIONS = [
          tests=['tests/distributed/test_cluster_faults.py::'
                 'test_a_killed_worker_ends_the_cluster_within_seconds']),
     dict(name='staged-barrier-wait-on-the-worker',
-         path='variable_mgr/benchmark/cluster/worker_graph.py',
+         path='variable_mgr/ordering.py',
          old='    with tf.colocate_with(v), tf.control_dependencies([op]):\n',
          new='    with tf.control_dependencies([op]):\n',
          tests=['tests/distributed/test_staged_overlap.py::'

@@ -213,6 +213,53 @@ def test_auto_loss_scale_skips_a_step_with_inf(scale_gradient, applied,
     assert (scale, normal) == (4.0, 0)
 
 
+@pytest.mark.parametrize('consistency', ['strong', 'relaxed'])
+@pytest.mark.parametrize('repacking', [0, 2])
+def test_master_form_hands_each_device_a_list_of_its_sums(consistency,
+                                                          repacking):
+  """Master's preprocess_device_grads returns each device's [(sum, var)], a
+  list its tests index and fetch, pairing tf.Variables by position; relaxed,
+  a fetch hands over the sums of the fetch before (zeros at first), as
+  master's deferred puts do."""
+  towers, count = 3, 4
+  values = np.arange(towers * count, dtype=np.float32).reshape(towers, count)
+  with tf.Graph().as_default():
+    bench = master_host.MasterBench(num_gpus=towers,
+                                    variable_consistency=consistency,
+                                    gradient_repacking=repacking)
+    mgr = master_host.replicated(bench)
+    bench.devices = mgr.get_devices()
+    tower_grads = []
+    for d in range(towers):
+      with tf1.device(bench.devices[d]):
+        tower_grads.append([(tf.constant(values[d, j]),
+                             tf1.Variable(values[d, j]))
+                            for j in range(count)])
+    _, grads = mgr.preprocess_device_grads(tower_grads)
+    assert isinstance(grads, list) and len(grads) == towers
+    harness = [mgr.get_gradients_to_apply(d, grads) for d in range(towers)]
+    with tf1.Session(config=bench.session_config()) as sess:
+      sess.run(tf1.global_variables_initializer())
+      sess.run(tf1.local_variables_initializer())
+      sess.run(getattr(mgr, '_warmup_ops'))
+      first = sess.run(grads)
+      zeros = dict((g, 0.0) for tower in tower_grads for g, _ in tower)
+      second = sess.run(grads, zeros)
+  sums = values.sum(axis=0)
+  if consistency == 'strong':
+    expected = [sums, np.zeros(count)]  # The second fetch feeds zeros.
+  else:
+    expected = [np.zeros(count), sums]
+    # The harness's gradients wait for nothing of the step's assigns.
+    for tower in harness:
+      for g, _ in tower:
+        assert not g.op.control_inputs
+  for fetched, want in zip((first, second), expected):
+    for d in range(towers):
+      np.testing.assert_array_equal([g for g, _ in fetched[d]], want)
+      np.testing.assert_array_equal([v for _, v in fetched[d]], values[d])
+
+
 def test_collective_master_form_sums():
   """Master's collective_all_reduce sums over every tower of every worker."""
   with tf.Graph().as_default():
@@ -311,3 +358,91 @@ def test_refusals_name_value_and_fix(build, error, fragments):
     assert not graph.get_operations()
   for fragment in fragments:
     assert fragment in str(info.value), (fragment, str(info.value))
+
+
+class _PsBench(master_host.MasterBench):
+  """Master's BenchmarkCNN of worker 1 of 2 with one PS task; its
+  add_sync_queues_and_barrier records what it is asked to wait for."""
+
+  def __init__(self, cross_replica_sync=True, workers=2):
+    super(_PsBench, self).__init__(ps_hosts='h:0',
+                                   cross_replica_sync=cross_replica_sync)
+    spec = {'ps': ['h:0'], 'worker': ['h:%d' % (k + 1)
+                                      for k in range(workers)]}
+    self.cluster_manager = _ClusterManager(spec)
+    self.job_name = 'worker'
+    self.num_workers = workers
+    self.task_index = workers - 1
+    prefix = '/job:worker/replica:0/task:%d' % self.task_index
+    self.cpu_device = prefix + '/cpu:0'
+    self.raw_devices = [prefix + '/cpu:%d' % i for i in range(2)]
+    self.param_server_device = '/job:ps/task:0/cpu:0'
+    self.barriers = []
+
+  def add_sync_queues_and_barrier(self, name_prefix, enqueue_after_list):
+    with tf1.control_dependencies(enqueue_after_list):
+      barrier = tf.no_op(name=name_prefix)
+    self.barriers.append((barrier, list(enqueue_after_list)))
+    return barrier
+
+
+@pytest.mark.parametrize('staged', [False, True], ids=['plain', 'staged'])
+@pytest.mark.parametrize('sync, workers, barrier', [
+    (True, 2, True), (False, 2, False), (True, 1, False)])
+def test_master_ps_cluster_updates_wait_for_every_workers_reads(
+    staged, sync, workers, barrier):
+  """Master's harness has no barrier between the workers' reads of the
+  shared variables and their updates: under master's calls each update
+  waits for one barrier a step (after this worker's reads, its staged puts
+  among them) on a synchronous cluster of several workers, and for none
+  where no other worker reads the same step."""
+  with tf.Graph().as_default():
+    bench = _PsBench(cross_replica_sync=sync, workers=workers)
+    cls = (variable_mgr.VariableMgrDistributedFetchFromStagedPS if staged
+           else variable_mgr.VariableMgrDistributedFetchFromPS)
+    mgr = cls(bench)
+    bench.devices = mgr.get_devices()
+    device_grads = []
+    for d in range(2):
+      with mgr.create_outer_variable_scope(d), tf1.device(bench.devices[d]):
+        w = tf1.get_variable('w', initializer=tf.constant(master_host.W0))
+        loss = tf.reduce_sum(tf.matmul(tf.constant(master_host.X[d:d + 1]),
+                                       w))
+        params = mgr.trainable_variables_on_device(d, d)
+        refs = mgr.trainable_variables_on_device(d, d, writable=True)
+        device_grads.append(list(zip(tf1.gradients(loss, params), refs)))
+    apply_devices, state = mgr.preprocess_device_grads(device_grads)
+    training_ops = []
+    for i, device in enumerate(apply_devices):
+      with tf1.device(device):
+        opt = tf1.train.GradientDescentOptimizer(master_host.RATE)
+        mgr.append_apply_gradients_ops(
+            state, opt, mgr.get_gradients_to_apply(i, state), training_ops)
+    ops = tf1.get_default_graph().get_operations()
+    updates = [op for op in ops if op.type in (
+        'ApplyGradientDescent', 'ResourceApplyGradientDescent')]
+    puts = [op for op in ops if op.type == 'Stage']
+  assert updates and bool(puts) == staged
+  if not barrier:
+    assert bench.barriers == []
+    return
+  assert len(bench.barriers) == 1
+  ready, _ = bench.barriers[0]
+  before_ready = _ancestors(ready)
+  assert state.variable_reads
+  assert all(read in before_ready for read in state.variable_reads)
+  for put in puts:  # The value a staged put hands the next step.
+    assert _ancestors(put) & set(state.variable_reads)
+  for update in updates:
+    assert ready in _ancestors(update)
+
+
+def _ancestors(op):
+  seen, stack = set(), [op]
+  while stack:
+    top = stack.pop()
+    for parent in [t.op for t in top.inputs] + list(top.control_inputs):
+      if parent not in seen:
+        seen.add(parent)
+        stack.append(parent)
+  return seen

@@ -7,7 +7,7 @@ numbers) the same losses as master's own.
 Master's files are looked for as `benchmarks/upstream_master.py` says
 (`$VARIABLE_MGR_UPSTREAM`, else `shared/upstream/tf_cnn_benchmarks` in a
 parent directory of the checkout: `../shared` beside a CI clone); the tests
-skip where they are absent. Two modes run in the suite; the others, and the
+skip where they are absent. One mode runs in the suite; the others, and the
 clusters, carry the `long` marker (`benchmarks/run_upstream_master.py`
 runs them all).
 """
@@ -50,15 +50,12 @@ SAME_AS_OWN = dict(
         'parameter_server_staged', 'replicated_copy', 'replicated_xring',
         'replicated_pscpu', 'replicated_psgpu', 'replicated_hierarchical_copy',
         'replicated_repacking', 'replicated_relaxed', 'distributed_replicated',
-        'distributed_all_reduce', 'collective_all_reduce')] +
+        'distributed_all_reduce', 'collective_all_reduce',
+        'parameter_server_staged_cluster')] +
     # With resource variables master's own sees one worker's update of
     # step 1 at step 2; with ref variables, as the project with either,
     # both (its step-end barrier waits for both).
     [('parameter_server_cluster', ())])
-# A staged worker's put reads the PS variables while the other workers'
-# updates of the same step may or may not have landed: no fixed order
-# across workers (docs/tf-cnn-benchmarks.md), with master's own manager too.
-NOT_REPEATING = ('parameter_server_staged_cluster',)
 
 
 @pytest.fixture(scope='module')
@@ -85,8 +82,7 @@ def _losses(workdir, kind, mode, extra=()):
 def test_master_harness_runs_the_mode(workdir, name):
   mode = MODES[name]
   first = _losses(workdir, 'project', mode)
-  if name not in NOT_REPEATING:
-    assert _losses(workdir, 'project', mode) == first
+  assert _losses(workdir, 'project', mode) == first
   if name in SAME_AS_OWN:
     extra = SAME_AS_OWN[name]
     assert (_losses(workdir, 'project', mode, extra) ==

@@ -31,6 +31,8 @@ class TowerCopiesMgr(base.VariableMgr):
   `_preprocess`'s payload (`[tower][(grad, var)]`) on its own device; the
   post-init ops copy tower 0's values to the other towers."""
 
+  gradients_by_device = True
+
   def each_tower_has_variables(self):
     return True
 

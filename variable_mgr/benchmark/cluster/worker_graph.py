@@ -8,6 +8,7 @@ every worker tells every PS task it came up and finished.
 
 import collections
 
+from variable_mgr import ordering
 from variable_mgr.benchmark import harness
 from variable_mgr.benchmark import models
 from variable_mgr.benchmark import optimizers
@@ -42,33 +43,6 @@ def worker_queues(ps_index, num_workers, kind):
                          shared_name='%s_worker_%d' % (kind, k),
                          name='%s_worker_%d_ps_%d' % (kind, k, ps_index))
             for k in range(num_workers)]
-
-
-def _after(op, grads):
-  """`grads`, each passed through an identity on its variable's device that
-  runs after `op`.
-
-  The wait is made where the update runs (the PS task), not where the
-  gradient is computed: there it holds back only the update, and the
-  gradient travels to the PS as soon as it is computed. An identity on the
-  worker would hold back the push itself until `op`, which under staged
-  variables waits for the next step's pull; on a link of finite speed the
-  pull's bytes then go first and the push after them, and the barrier's own
-  messages from the PS queue behind the pull (measured: a staged step on
-  200 Mbit/s links took the pull plus the push).
-  """
-  result = []
-  for g, v in grads:
-    if g is None:
-      result.append((g, v))
-      continue
-    with tf.colocate_with(v), tf.control_dependencies([op]):
-      if isinstance(g, tf.IndexedSlices):
-        result.append((tf.IndexedSlices(tf.identity(g.values), g.indices,
-                                        g.dense_shape), v))
-      else:
-        result.append((tf.identity(g), v))
-  return result
 
 
 def build_worker_graph(config, host, spec, sync):
@@ -126,7 +100,7 @@ def build_worker_graph(config, host, spec, sync):
         grads = harness.clip_gradients(mgr.get_gradients_to_apply(i, state),
                                        config.gradient_clip)
         if gradients_ready is not None:
-          grads = _after(gradients_ready, grads)
+          grads = ordering.updates_after(gradients_ready, grads)
         mgr.append_apply_gradients_ops(state, optimizer, grads, training_ops)
 
     step_ops = training_ops + update_ops
