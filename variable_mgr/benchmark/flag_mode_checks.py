@@ -77,6 +77,7 @@ def check(args, typed, environ, command):
                            '--' + compare_flags[0],
                            flag_list(compare_flags, args)))
   _check_strategy(args, typed, cluster, mode)
+  _check_buckets(args, typed)
   _check_controller(args, typed, tf_config, launch)
   if cluster:
     ignored = [f for f in LOCAL_ONLY_FLAGS if f in typed and getattr(args, f)]
@@ -172,6 +173,16 @@ def _check_strategy(args, typed, cluster, mode):
         'for parameter_server; drop the flag or pass '
         '--variable_update=parameter_server' %
         value(args, 'variable_update'))
+
+
+def _check_buckets(args, typed):
+  if ('gradient_bucket_bytes' in typed and not args.compare and
+      args.variable_update != 'collective_all_reduce'):
+    raise UsageError(
+        '%s with %s: it sizes the buckets of collective_all_reduce only; '
+        'drop it or pass --variable_update=collective_all_reduce' % (
+            given(args, 'gradient_bucket_bytes'),
+            value(args, 'variable_update')))
 
 
 def _check_controller(args, typed, tf_config, launch):

@@ -312,6 +312,11 @@ CLUSTER_FLAGS = (
     flag('startup_timeout_secs', t.positive_float, 300.0,
          'how long a task waits for the others to come up and for the chief '
          'to initialise'),
+    flag('gradient_bucket_bytes', t.int_at_least(0), None,
+         'collective_all_reduce: the largest bucket of gradients one '
+         'collective carries across the workers, filled in the order the '
+         'backward pass produces them (default: 1 MiB; 0: one collective '
+         'a gradient)'),
     flag('variable_partition_min_bytes', t.int_at_least(0), 0,
          'distributed PS strategies: split every variable of more than this '
          'many bytes into at most one slice a PS task, none under this size '

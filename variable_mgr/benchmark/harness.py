@@ -99,7 +99,8 @@ def create_manager(config, host):
       inc_loss_scale_every_n=config.fp16_inc_loss_scale_every_n,
       backward_passes_per_step=config.backward_passes_per_step,
       variable_consistency=config.variable_consistency,
-      variable_partition_min_bytes=config.variable_partition_min_bytes)
+      variable_partition_min_bytes=config.variable_partition_min_bytes,
+      bucket_bytes=config.gradient_bucket_bytes)
 
 
 class DataFormatError(errors.VariableMgrError):

@@ -69,6 +69,7 @@ CONFIG_FIELDS = collections.OrderedDict([
     ('summary_dir', None),
     ('trace_file', None),
     ('variable_partition_min_bytes', 0),
+    ('gradient_bucket_bytes', None),
     ('data_name', None),
     ('data_dir', None),
     ('data_format', 'NHWC'),

@@ -41,7 +41,8 @@ from variable_mgr.compat import tf
 
 # The bucket size when the user sets none (see the module docstring):
 # 1 MiB, the size of the first bucket of PyTorch DDP. To be measured on the
-# balanced network cells of issue #32 before it is called a good default.
+# balanced network cells (compute and transfer comparable) before it is
+# called a good default.
 DEFAULT_BUCKET_BYTES = 1 << 20
 
 
