@@ -2,9 +2,11 @@
 
 Worker k puts a token into the queue `done_worker_k` on every PS task
 (tf_cnn_benchmarks' way of stopping parameter servers); the PS polls the
-sizes of its queues and returns once all are full. Between polls it probes
-the other tasks: a worker that died before it finished, or another PS task
-that stopped first, ends this task with a TaskFailedError.
+sizes of its queues and, once all are full, returns when every
+worker's process has exited (so that no worker's last call is cut off).
+Between polls it probes the other tasks: a worker that died before it
+finished, or another PS task that stopped first, ends this task with a
+TaskFailedError.
 
 A PS that found a worker dead serves on until every other worker has
 exited (each finds the dead one itself: see `deadline`), for at most
@@ -81,6 +83,13 @@ def run_ps(spec, options, log=print):
         monitor.mark_seen(name)
       finished = finished_workers()
       if len(finished) == spec.num_workers:
+        # A worker's token is the last op of its last call to this PS; the
+        # call returns to the worker only after the op ran. A server that
+        # stops as soon as it sees the token can cut that answer off, and
+        # the worker then reports this PS dead ("Socket closed") after a
+        # run that succeeded. Serve until every worker has exited, for at
+        # most --op_timeout_secs (the longest such a call may wait).
+        serve_until_gone(monitor.others(('worker',)), options.op_timeout_secs)
         log('%s: every worker finished; stopping' % spec.name)
         return 0
       # Probed all along: a task stopped or behind a full link for a moment
