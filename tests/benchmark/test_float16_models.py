@@ -209,6 +209,8 @@ STEPPED = ('trivial', 'lenet', 'resnet20', 'alexnet', 'inception3')
 # resnet152 is not built: its 467 variables cost a graph ~15 s, and it is
 # resnet101's builder with more blocks (test_models.py checks that).
 BUILT = [name for name in models.MODELS if name != 'resnet152']
+# The slowest two run with --long (the suite keeps to its time).
+LONG_MODELS = ('resnet101', 'inception3')
 
 
 def _small(model):
@@ -251,7 +253,9 @@ def check_float16_model(monkeypatch, model, step):
     assert not np.array_equal(after[name], initial[name]), name
 
 
-@pytest.mark.parametrize('name', BUILT)
+@pytest.mark.parametrize('name', [
+    pytest.param(n, marks=[pytest.mark.long] if n in LONG_MODELS else [])
+    for n in BUILT])
 def test_every_model_trains_in_float16(name, monkeypatch):
   check_float16_model(monkeypatch, _small(models.MODELS[name]),
                       name in STEPPED)

@@ -63,7 +63,7 @@ def error_looking_lines(argv):
 # The suite runs the quick commands; the rest, of the same start-up path
 # (a cluster, resnet50, the example's cluster), with --long.
 LONG_COMMANDS = ('cluster_tasks', 'example_distributed_replicated',
-                 'resnet50_device_cpu')
+                 'resnet50_device_cpu', 'digits_example')
 
 
 @pytest.mark.parametrize('name', [

@@ -129,8 +129,9 @@ def _launch(launch, tmp_path, strategy_flags, steps, more=()):
 
 @pytest.mark.parametrize('name,strategy_flags', [
     ('parameter_server', ['--variable_update', 'parameter_server']),
-    ('collective_all_reduce', ['--variable_update',
-                               'collective_all_reduce']),
+    pytest.param('collective_all_reduce',
+                 ['--variable_update', 'collective_all_reduce'],
+                 marks=pytest.mark.long),
 ], ids=['parameter_server', 'collective_all_reduce'])
 def test_each_worker_trains_on_its_own_share_as_numpy_does(
     launch, tmp_path, name, strategy_flags):

@@ -75,6 +75,7 @@ def test_readme_cluster_command_saves_every_n_steps(launch, tmp_path):
                             clusterlib.reference(initial, 2, step))
 
 
+@pytest.mark.long
 def test_parameter_server_spread_saves_every_n_steps(launch, tmp_path):
   """parameter_server with --local_parameter_device gpu (the variables'
   cached copies spread over the tower devices) and --save_model_steps 2:

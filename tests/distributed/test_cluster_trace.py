@@ -6,6 +6,8 @@ import json
 import os
 import re
 
+import pytest
+
 from variable_mgr.benchmark import flags as cli_flags
 from variable_mgr.benchmark.cluster import trace
 
@@ -84,6 +86,7 @@ def test_each_worker_writes_a_trace_of_its_devices(launch, tmp_path):
     assert 'AddN' in op_types, sorted(op_types)
 
 
+@pytest.mark.long
 def test_controller_writes_one_trace_of_every_worker(launch, tmp_path):
   """distributed_all_reduce: the controller runs the cluster's one graph
   and writes the path as given, with the devices of every worker."""

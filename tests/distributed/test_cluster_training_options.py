@@ -15,7 +15,10 @@ import pytest
 import clusterlib
 import matrix_model
 
-STRATEGIES = ['parameter_server', 'distributed_replicated']
+# distributed_replicated's cases run with --long (the suite keeps to its
+# time; parameter_server's run in it).
+CASES = ['parameter_server',
+         pytest.param('distributed_replicated', marks=pytest.mark.long)]
 
 
 def _run(launch, tmp_path, flags, steps):
@@ -31,7 +34,7 @@ def _run(launch, tmp_path, flags, steps):
     return json.load(f)
 
 
-@pytest.mark.parametrize('strategy', STRATEGIES)
+@pytest.mark.parametrize('strategy', CASES)
 def test_accumulation_applies_once_every_n_steps(launch, tmp_path, strategy):
   initial = clusterlib.initial_values(seed=3)
   clusterlib.write_checkpoint(str(tmp_path / 'train'), initial, 0)
@@ -65,7 +68,7 @@ def test_float16_towers_with_a_fixed_scale(launch, tmp_path):
                           rtol=3e-3, atol=3e-3)
 
 
-@pytest.mark.parametrize('strategy', STRATEGIES)
+@pytest.mark.parametrize('strategy', CASES)
 def test_a_dynamic_loss_scale_on_synchronous_workers(launch, tmp_path,
                                                      strategy):
   """--use_fp16 --fp16_enable_auto_loss_scale: the scale restored from the

@@ -141,7 +141,8 @@ def test_two_towers_a_worker_step_as_the_flat_mean_or_sum(tmp_path, case):
           np.testing.assert_array_equal(got[name], first[name])
 
 
-@pytest.mark.parametrize('kind', ['ref', 'resource'])
+@pytest.mark.parametrize('kind', [
+    'ref', pytest.param('resource', marks=pytest.mark.long)])
 def test_every_bucket_size_steps_as_one_collective_a_gradient(tmp_path, kind):
   """bucket_bytes 0 (one collective a gradient), 32 (b and W in one buffer,
   emb alone) and 1 MiB (all three in one): every copy of every worker

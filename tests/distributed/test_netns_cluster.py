@@ -182,6 +182,7 @@ def _train(launch, tmp_path, name, flags_, initial, network=True):
   return cluster, summary, values, step
 
 
+@pytest.mark.long
 def test_parameter_server_on_namespaces_matches_numpy(network_host, launch,
                                                       tmp_path):
   """2 PS + 2 workers, each task at an address of its own: the variables
