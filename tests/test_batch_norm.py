@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import graph_walk
 import real_models
 from real_models import BatchNormModel
 
@@ -143,7 +144,7 @@ def test_statistics_are_not_staged(variable_kind):
           getattr(o, 'op', o) for o in staged.update_ops)]
       assert len(kept) == 1, k
       assert not any(op.type == 'Unstage'
-                     for op in _ancestors(kept[0])), k
+                     for op in graph_walk.ancestors(kept[0])), k
 
     for run in runs.values():
       for step_batches in batches:
@@ -167,13 +168,3 @@ def test_statistics_are_not_staged(variable_kind):
                            model.MOVING, 'staged_ps')
 
 
-def _ancestors(op):
-  seen = set()
-  stack = [op]
-  while stack:
-    current = stack.pop()
-    for parent in [t.op for t in current.inputs] + current.control_inputs:
-      if parent not in seen:
-        seen.add(parent)
-        stack.append(parent)
-  return seen

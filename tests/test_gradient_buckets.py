@@ -6,6 +6,7 @@ workers in tests/distributed/test_collective_hierarchy.py."""
 import pytest
 import tensorflow as tf
 
+import graph_walk
 import variable_mgr
 from variable_mgr import errors
 from variable_mgr.strategies import collective_all_reduce
@@ -77,17 +78,6 @@ def _two_layers(bucket_bytes, **options):
   return reduces, first_layer
 
 
-def _ancestors(op):
-  seen, stack = set(), [op]
-  while stack:
-    current = stack.pop()
-    for parent in [t.op for t in current.inputs] + current.control_inputs:
-      if parent not in seen:
-        seen.add(parent)
-        stack.append(parent)
-  return seen
-
-
 @pytest.mark.parametrize('options', [{}, dict(use_fp16=True, loss_scale=128)],
                          ids=['plain', 'fp16'])
 def test_buckets_follow_the_backward_pass(options):
@@ -109,15 +99,15 @@ def test_buckets_follow_the_backward_pass(options):
     assert tf.DeviceSpec.from_string(op.device).device_index == 0
   # The second layer's bucket waits for none of the first layer's
   # gradients: it can cross the network while they are computed.
-  assert not set(first_layer) & _ancestors(packed)
-  assert set(first_layer) & _ancestors(reduces[BASE])
+  assert not set(first_layer) & graph_walk.ancestors(packed)
+  assert set(first_layer) & graph_walk.ancestors(reduces[BASE])
 
 
 def test_one_bucket_waits_for_every_gradient():
   reduces, first_layer = _two_layers(1 << 20)
   assert list(reduces) == [BASE]
   assert reduces[BASE].inputs[0].shape.as_list() == [12 + 3 + 6 + 2]
-  assert set(first_layer) <= _ancestors(reduces[BASE])
+  assert set(first_layer) <= graph_walk.ancestors(reduces[BASE])
 
 
 def test_default_bucket_size():

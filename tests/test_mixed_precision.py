@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import graph_walk
 import options_harness
 import variable_mgr
 from options_harness import LOCAL_NAMES
@@ -260,7 +261,7 @@ def test_nccl_graph_gates_every_all_reduce_on_the_finite_check():
   go = run.state.step_control.go
   finite_checks = [op for op in ops if op.type == 'IsFinite']
   assert len(finite_checks) == 2 * len(VARIABLES)
-  go_ancestors = _ancestors([go.op])
+  go_ancestors = graph_walk.ancestors([go.op])
   assert set(finite_checks) <= go_ancestors
   for op in nccl:
     source = op.inputs[0].op
@@ -273,19 +274,7 @@ def test_nccl_graph_gates_every_all_reduce_on_the_finite_check():
                    and 'loss_scale_update' in op.name]
   assert len(scale_assigns) == 2
   for op in scale_assigns:
-    assert set(finite_checks) <= _ancestors([op])
-
-
-def _ancestors(ops):
-  seen = set()
-  stack = list(ops)
-  while stack:
-    op = stack.pop()
-    for parent in [t.op for t in op.inputs] + list(op.control_inputs):
-      if parent not in seen:
-        seen.add(parent)
-        stack.append(parent)
-  return seen
+    assert set(finite_checks) <= graph_walk.ancestors([op])
 
 
 def test_plain_options_build_the_plain_graph():

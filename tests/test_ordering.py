@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import graph_walk
 import seed_harness
 import variable_mgr
 from variable_mgr import interface
@@ -180,19 +181,6 @@ def test_an_update_waits_for_a_late_read_of_its_variable(name, variable_kind):
 _UPDATE_TYPES = ('ApplyGradientDescent', 'ResourceApplyGradientDescent')
 
 
-def _ancestors(op):
-  seen = set()
-  stack = [op]
-  while stack:
-    current = stack.pop()
-    for parent in [t.op for t in current.inputs] + list(
-        current.control_inputs):
-      if parent not in seen:
-        seen.add(parent)
-        stack.append(parent)
-  return seen
-
-
 def _updates_of(graph, var):
   """The ops that apply a gradient to `var`."""
   return [op for op in graph.get_operations()
@@ -231,12 +219,12 @@ def test_independent_towers_wait_for_nothing_of_each_other(variable_kind):
   try:
     tower_0 = set()
     for g, _ in run.tower_grads[0]:
-      tower_0 |= _ancestors(g.op) | {g.op}
+      tower_0 |= graph_walk.ancestors(g.op) | {g.op}
     tower_0 = set(op for op in tower_0 if op.name.startswith('v0/'))
     assert any('gradients' in op.name for op in tower_0)
     for short in seed_harness.VARIABLES:
       (update,) = _updates_of(run.graph, _variable(run, 1, short))
-      shared = _ancestors(update) & tower_0
+      shared = graph_walk.ancestors(update) & tower_0
       assert not shared, '%s of tower 1 waits for %s' % (
           short, sorted(op.name for op in shared)[:5])
   finally:
@@ -255,7 +243,7 @@ def test_the_last_layer_does_not_wait_for_the_first_layers_gradient(
       updates = _updates_of(run.graph, _variable(run, t, 'w2'))
       assert updates
       for update in updates:
-        assert not _ancestors(update) & first, (name, t)
+        assert not graph_walk.ancestors(update) & first, (name, t)
   finally:
     run.close()
 
@@ -302,7 +290,7 @@ def test_every_update_follows_every_read_of_its_variable(name, variable_kind):
                                   for c in out.consumers()))]
         assert readers
         for update in _updates_of(run.graph, var):
-          missing = set(readers) - _ancestors(update)
+          missing = set(readers) - graph_walk.ancestors(update)
           assert not missing, (short, t, sorted(op.name for op in missing))
           checked += 1
     assert checked >= 2
@@ -454,7 +442,7 @@ def _worker_graph(create_args):
         mgr.append_apply_gradients_ops(
             state, opt, mgr.get_gradients_to_apply(i, state), training_ops)
     step = set(op for t in training_ops
-               for op in _ancestors(getattr(t, 'op', t)) | {
+               for op in graph_walk.ancestors(getattr(t, 'op', t)) | {
                    getattr(t, 'op', t)})
     writes = {}
     for op in step - before:
@@ -473,7 +461,7 @@ def test_distributed_updates_wait_for_their_own_reads_only(name,
   checked = 0
   for var_name, ops in writes.items():
     for op in ops:
-      ancestors = _ancestors(op)
+      ancestors = graph_walk.ancestors(op)
       if _short(var_name) in ('w2', 'b2') and 'buckets' not in name:
         assert not ancestors & first, (name, op.name)
       var = [v for v in graph.get_collection(tf1.GraphKeys.GLOBAL_VARIABLES) +

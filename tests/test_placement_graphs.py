@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import graph_walk
 import seed_harness
 import test_conformance
 import variable_mgr
@@ -256,18 +257,6 @@ def test_distributed_replicated_locals_and_masters(variable_kind):
       (n, 'ps_var/v0/' + n) for n in 'abcd']
 
 
-def _ancestors(ops):
-  seen = set()
-  stack = list(ops)
-  while stack:
-    op = stack.pop()
-    for parent in [t.op for t in op.inputs] + list(op.control_inputs):
-      if parent not in seen:
-        seen.add(parent)
-        stack.append(parent)
-  return seen
-
-
 def _producer_chain(tensor):
   """The ops from `tensor` back to the NcclAllReduce it comes from, through
   the first input of each Identity, Cast and Mul (a scale by a constant)."""
@@ -325,7 +314,7 @@ def test_nccl_graph_one_all_reduce_per_tower_and_gradient(num_towers,
   assert len(applies) == num_towers * len(VARIABLES)
   for d, train_op in enumerate(training_ops):
     assert _spec(train_op.device).device_index == d
-    tower_applies = [op for op in _ancestors([train_op]) if op in applies]
+    tower_applies = [op for op in graph_walk.ancestors([train_op]) if op in applies]
     assert sorted(_through_identities(op.inputs[0]).op.name
                   for op in tower_applies) == sorted(
                       'v%d/%s' % (d, v[0]) for v in VARIABLES)

@@ -149,6 +149,9 @@ def _construct(entry, variable_update, benchmark_cnn, reduction,
           '%s=%r with variable_update=%r: this option exists only for %s; '
           'drop it or use %s.' % (name, value, variable_update,
                                   ' and '.join(owners), ' or '.join(owners)))
+  # Options of other strategies hold their defaults here: drop them.
+  options = dict((name, value) for name, value in options.items()
+                 if variable_update in _STRATEGY_OPTIONS[name][0])
   staged_vars = options.pop('staged_vars', False)
   distributed = getattr(benchmark_cnn, 'cluster', None) is not None
   field = ('staged_' if staged_vars else '') + (
@@ -170,10 +173,8 @@ def _construct(entry, variable_update, benchmark_cnn, reduction,
     return cls(benchmark_cnn, use_nccl, reduction=reduction,
                accumulation_dtype=accumulation_dtype, **options)
   if variable_update == 'distributed_all_reduce':
-    own = dict((name, value) for name, value in options.items()
-               if variable_update in _STRATEGY_OPTIONS[name][0])
     return cls(benchmark_cnn, reduction=reduction,
-               accumulation_dtype=accumulation_dtype, **own)
+               accumulation_dtype=accumulation_dtype, **options)
   if variable_update == 'collective_all_reduce':
     mgr = cls(benchmark_cnn, reduction=reduction,
               accumulation_dtype=accumulation_dtype)

@@ -25,6 +25,7 @@ where its device string says, and an op without one on the worker.
 import pytest
 import tensorflow as _tf
 
+import graph_walk
 import variable_mgr
 from variable_mgr.benchmark import run_config
 from variable_mgr.benchmark.cluster import task_spec
@@ -74,19 +75,6 @@ class _Placement(object):
     return self._jobs[op]
 
 
-def _ancestors(op):
-  seen = set()
-  stack = [op]
-  while stack:
-    current = stack.pop()
-    for parent in [t.op for t in current.inputs] + list(
-        current.control_inputs):
-      if parent not in seen:
-        seen.add(parent)
-        stack.append(parent)
-  return seen
-
-
 def _updates(graph):
   return [op for op in graph.get_operations()
           if op.type.startswith(UPDATE_PREFIXES)]
@@ -126,12 +114,12 @@ def test_push_waits_for_nothing_from_the_ps(num_workers, min_bytes, resource):
     pushes = _pushes(update, placement)
     assert pushes, update.name
     for push in pushes:
-      from_ps = [op.name for op in _ancestors(push) | {push}
+      from_ps = [op.name for op in graph_walk.ancestors(push) | {push}
                  if placement.job(op) == 'ps']
       assert not from_ps, (
           'the push %s of %s waits for %s on the PS' % (
               push.name, update.name, from_ps))
-      pulls = [op.name for op in _ancestors(push) | {push}
+      pulls = [op.name for op in graph_walk.ancestors(push) | {push}
                if op.type in PULL_OP_TYPES]
       assert not pulls, (
           'the push %s of %s waits for the pulls %s' % (
@@ -160,7 +148,7 @@ def test_update_waits_for_its_pull_and_gets(num_workers, resource):
   g = _graph(num_workers, resource)
   staged = g.mgr.staging_vars_on_devices
   for update in _updates(g.graph):
-    ancestors = _ancestors(update)
+    ancestors = graph_walk.ancestors(update)
     variable = [t.op for t in update.inputs if _is_ref_or_resource(t)][0]
     towers = [tower[variable.name] for tower in staged]
     assert len(towers) == 2
@@ -185,7 +173,7 @@ def test_gradients_ready_barrier_waits_for_every_pull_and_get(resource):
                   for name in _barrier_queue_names(op))]
   assert enqueues
   for enqueue in enqueues:
-    ancestors = _ancestors(enqueue)
+    ancestors = graph_walk.ancestors(enqueue)
     for tower in g.mgr.staging_vars_on_devices:
       for put, get in tower.values():
         assert _pull_read(put) in ancestors, (enqueue.name, put.name)
@@ -217,18 +205,18 @@ def test_a_dynamic_scale_exchange_replaces_gradients_ready(resource):
   enqueues = _exchange_ops(g.graph, 'QueueEnqueue')
   takes = _exchange_ops(g.graph, 'QueueDequeueMany')
   assert len(enqueues) == 1 and len(takes) == 1, (enqueues, takes)
-  ancestors = _ancestors(enqueues[0])
+  ancestors = graph_walk.ancestors(enqueues[0])
   for tower in g.mgr.staging_vars_on_devices:
     for put, get in tower.values():
       assert _pull_read(put) in ancestors, put.name
       assert get.op in ancestors, get.name
   # The take follows this worker's own put, so that fetching the decision
   # hands the flag to the other worker.
-  assert enqueues[0] in _ancestors(takes[0])
+  assert enqueues[0] in graph_walk.ancestors(takes[0])
   updates = _updates(g.graph)
   assert updates
   for update in updates:
-    assert takes[0] in _ancestors(update), update.name
+    assert takes[0] in graph_walk.ancestors(update), update.name
 
 
 @pytest.mark.parametrize('fields', [

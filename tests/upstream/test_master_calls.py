@@ -12,6 +12,7 @@ import variable_mgr
 from variable_mgr import errors
 from variable_mgr import upstream_host
 
+import graph_walk
 import master_host
 
 tf1 = tf.compat.v1
@@ -428,21 +429,12 @@ def test_master_ps_cluster_updates_wait_for_every_workers_reads(
     return
   assert len(bench.barriers) == 1
   ready, _ = bench.barriers[0]
-  before_ready = _ancestors(ready)
+  before_ready = graph_walk.ancestors(ready)
   assert state.variable_reads
   assert all(read in before_ready for read in state.variable_reads)
   for put in puts:  # The value a staged put hands the next step.
-    assert _ancestors(put) & set(state.variable_reads)
+    assert graph_walk.ancestors(put) & set(state.variable_reads)
   for update in updates:
-    assert ready in _ancestors(update)
+    assert ready in graph_walk.ancestors(update)
 
 
-def _ancestors(op):
-  seen, stack = set(), [op]
-  while stack:
-    top = stack.pop()
-    for parent in [t.op for t in top.inputs] + list(top.control_inputs):
-      if parent not in seen:
-        seen.add(parent)
-        stack.append(parent)
-  return seen
