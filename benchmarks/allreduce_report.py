@@ -11,8 +11,8 @@ other side of the goal.
 
 import allreduce_plan as ap  # The plan and goals of the run, beside this file.
 
-from variable_mgr.benchmark import measure
-from variable_mgr.benchmark import report
+from variable_mgr.benchmark.reports import markdown
+from variable_mgr.benchmark.reports import measure
 
 COST_MEASURES = (
     ('the issue\'s (whole graph)', 'graph_ops', 'graph_build_rounds'),
@@ -48,7 +48,7 @@ def _worst(runs, figure):
 
 def _rounds_note(s, goal):
   """' (build: 1 of 3 rounds above 1.5x)', or ''."""
-  rounds = report.other_side(s, goal, digits=1)
+  rounds = markdown.other_side(s, goal, digits=1)
   return ' (build: %s)' % rounds if rounds else ''
 
 
@@ -60,7 +60,7 @@ def goal_rows(results):
     rows.append(['within %.2fx of the bound, both sets' % ap.BOUND_GOAL, name,
                  'worst %.3fx (%s, k=%d); counted, not timed' % (
                      value, set_name, k),
-                 report.verdict(value <= ap.BOUND_GOAL)])
+                 markdown.verdict(value <= ap.BOUND_GOAL)])
   return rows
 
 
@@ -85,10 +85,10 @@ def cost_rows(results):
                       key=lambda item: item[0].median)
           row.append('bound %.2fx (k=%d), ops %.2fx (k=%d), build %s (k=%d)'
                      % (bound[0], bound[2], ops[0], ops[2],
-                        report.spread_text(build[0]), build[1]))
+                        markdown.spread_text(build[0]), build[1]))
           ok = (bound[0] <= ap.BOUND_GOAL and ops[0] <= ap.COST_GOAL and
                 build[0].median <= ap.COST_GOAL)
-          row.append(report.verdict(ok) + _rounds_note(build[0],
+          row.append(markdown.verdict(ok) + _rounds_note(build[0],
                                                        ap.COST_GOAL))
         rows.append(row)
   return rows
@@ -117,7 +117,7 @@ def packing_notes(info, results):
       rows.append([set_name, str(k), str(n), str(ops),
                    '%.2f' % (ops / float(cells)), str(run['ops']['copy']),
                    '%.2f' % (ops / float(run['ops']['copy']))])
-  out += [''] + report.table(
+  out += [''] + markdown.table(
       ['set', 'towers', 'n', 'packing ops', 'per tensor and tower',
        'copy ops', 'packing / copy'], rows, 'lrrrrrr') + ['']
   out.append(
@@ -160,7 +160,7 @@ def traffic_notes(results, labels):
       lo = min(per, key=lambda d: (per[d], d))
       rows.append([set_name, str(k), label, '%.3f' % bound_ratio(run, label),
                    hi, '%.1f' % mb(per[hi]), lo, '%.1f' % mb(per[lo])])
-  out += report.table(['set', 'towers', 'candidate', 'traffic/bound',
+  out += markdown.table(['set', 'towers', 'candidate', 'traffic/bound',
                        'busiest device', 'MB', 'least busy device', 'MB'],
                       rows, 'lrlrlrlr')
   out += [
@@ -210,11 +210,11 @@ def allocator_notes(results, allocator):
           cells.append('-')
         else:
           s = step_ratio(r, label)
-          cells.append('%s (%.1f)' % (report.spread_text(s, ''), 1000 *
+          cells.append('%s (%.1f)' % (markdown.spread_text(s, ''), 1000 *
                                       measure.spread(
                                           r['step_seconds'][label]).median))
       rows.append(cells)
-  out += report.table(['set', 'towers', 'candidate', 'default allocator',
+  out += markdown.table(['set', 'towers', 'candidate', 'default allocator',
                        'BFC allocator'], rows, 'lrlrr')
   return out + ['']
 
@@ -226,7 +226,7 @@ def _s(n):
 def lines(info, labels, results, plan, source, command, elapsed,
           allocator=None):
   """Every line of ALLREDUCE_RESULTS.md."""
-  out = report.header('All-reduce benchmarks', 'run_allreduce_benchmarks.py',
+  out = markdown.header('All-reduce benchmarks', 'run_allreduce_benchmarks.py',
                       source, command, elapsed, info['tf_version'])
   w = out.append
   w('- towers: virtual CPU devices; sessions with Grappler and constant '
@@ -272,7 +272,7 @@ def lines(info, labels, results, plan, source, command, elapsed,
   w('')
   w('## Goals')
   w('')
-  out.extend(report.table(['goal', 'candidate', 'figures', 'verdict'],
+  out.extend(markdown.table(['goal', 'candidate', 'figures', 'verdict'],
                           goal_rows(results)))
   w('')
   w('Repacked: ops and build <= %.1fx the copy\'s and traffic <= %.2fx the '
@@ -286,7 +286,7 @@ def lines(info, labels, results, plan, source, command, elapsed,
   header = ['measure', 'candidate']
   for set_name in ap.SETS:
     header += ['`%s`' % set_name, 'verdict']
-  out.extend(report.table(header, cost_rows(results)))
+  out.extend(markdown.table(header, cost_rows(results)))
   w('')
   out.extend(packing_notes(info, results))
   out.extend(traffic_notes(results, labels))
@@ -317,7 +317,7 @@ def _table(set_name, k, run, labels):
     cells.append('1.00' if label == ap.INDEPENDENT
                  else '%.2f (%.2f-%.2f)' % (s.median, s.low, s.high))
     rows.append(cells)
-  return out + report.table(
+  return out + markdown.table(
       ['candidate', 'traffic/bound', 'busiest MB', 'ops', 'x copy',
        'graph ops', 'x copy', 'build s', 'x copy', 'graph build s', 'x copy',
        'step ms', 'step/indep.'], rows, 'l' + 'r' * 12) + ['']

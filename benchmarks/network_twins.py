@@ -12,7 +12,7 @@ network namespace of its own, with the flags a cluster task gets
 writes the same results JSON as the benchmark's workers (`images_per_sec`,
 `losses`), so that the driver reads both alike. TensorFlow 2 only.
 
-Both twins build the benchmark's own model (`models.get_model(name).build`,
+Both twins build the benchmark's own model (`catalog.get_model(name).build`,
 the synthetic batch of `harness.synthetic_inputs`, the model's learning
 rate, plain SGD), so that variables, batch and gradients are those of the
 benchmark's cell beside them:
@@ -80,12 +80,12 @@ def hosts(text):
 def get_model(name):
   """The benchmark's model `name`; resnet50_vars registered from the shapes
   file SHAPES_ENV names, as run_network_benchmarks.py's tasks do."""
-  from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
-  if name == 'resnet50_vars' and name not in models.MODELS:
+  from variable_mgr.benchmark.models import catalog  # pylint: disable=g-import-not-at-top
+  if name == 'resnet50_vars' and name not in catalog.MODELS:
     import run_benchmarks  # pylint: disable=g-import-not-at-top
     with open(os.environ[SHAPES_ENV]) as f:
       run_benchmarks.register_resnet50_vars([tuple(s) for s in json.load(f)])
-  return models.get_model(name)
+  return catalog.get_model(name)
 
 
 def write_result(args, step_secs, losses, build_seconds):
@@ -124,7 +124,7 @@ def run_mwms(args):
       'cluster': {'worker': workers},
       'task': {'type': 'worker', 'index': args.task_index}})
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import harness  # pylint: disable=g-import-not-at-top
   strategy = tf.distribute.MultiWorkerMirroredStrategy(
       communication_options=tf.distribute.experimental.CommunicationOptions(
           implementation=tf.distribute.experimental.CommunicationImplementation
@@ -181,7 +181,7 @@ def run_pss(args):
       'cluster': {'ps': ps, 'worker': workers},
       'task': {'type': args.job_name, 'index': args.task_index}})
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import harness  # pylint: disable=g-import-not-at-top
   tf1 = tf.compat.v1
   cluster = tf.train.ClusterSpec({'ps': ps, 'worker': workers})
   server = tf.distribute.Server(

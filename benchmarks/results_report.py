@@ -9,8 +9,8 @@ on virtual CPUs, what a graph build costs) is in README.md.
 
 import results_plan as rp  # The plan and goals of RESULTS.md, beside this file.
 
-from variable_mgr.benchmark import measure
-from variable_mgr.benchmark import report
+from variable_mgr.benchmark.reports import markdown
+from variable_mgr.benchmark.reports import measure
 
 
 def step_ms(run, label):
@@ -46,9 +46,9 @@ def goals_rows(results, plan):
           '%s: k = %s' % (w, ', '.join(str(k) for k in ks))
           for w, ks in plan['towers'].items())),
       'worst: %s, %s, %d towers, %s; %d of %d medians above %.2fx' % (
-          worst[1], worst[2], worst[3], report.spread_text(worst[0]), above,
+          worst[1], worst[2], worst[3], markdown.spread_text(worst[0]), above,
           len(sync), rp.SYNC_RATIO_GOAL),
-      report.goal_verdict(worst[0], rp.SYNC_RATIO_GOAL)))
+      markdown.goal_verdict(worst[0], rp.SYNC_RATIO_GOAL)))
   for workload, towers, goal in rp.MIRRORED_GOALS:
     run = results['steps'].get((workload, towers))
     name = ('replicated at most %.2fx MirroredStrategy\'s step time on %s, '
@@ -58,8 +58,8 @@ def goals_rows(results, plan):
       continue
     s = ratio(run, 'replicated', rp.MIRRORED)
     rows.append((name, '%s (%.1f ms / %.1f ms)' % (
-        report.spread_text(s), step_ms(run, 'replicated'),
-        step_ms(run, rp.MIRRORED)), report.goal_verdict(s, goal)))
+        markdown.spread_text(s), step_ms(run, 'replicated'),
+        step_ms(run, rp.MIRRORED)), markdown.goal_verdict(s, goal)))
   limit = rp.BUILD_BASELINE_SECONDS / 2
   name = ('graph build of %s on %d towers under %.1f s, every strategy '
           '(half of %.1f s: %s)' % (rp.BUILD_WORKLOAD, rp.BUILD_TOWERS, limit,
@@ -76,7 +76,7 @@ def goals_rows(results, plan):
                  'op cost %.0f us at the time, load %.1f)' % (
                      slowest, seconds[slowest], run['op_count'][slowest],
                      1e6 * cal['seconds'] / cal['op_count'], run['load']),
-                 report.verdict(seconds[slowest] < limit)))
+                 markdown.verdict(seconds[slowest] < limit)))
   growth = _memory_growth(results)
   largest = max(growth, key=growth.get)
   rows.append((
@@ -86,7 +86,7 @@ def goals_rows(results, plan):
           rp.MEMORY_TOWERS),
       'largest growth: %s, %+.2f MiB, one process a strategy' % (
           largest, mib(growth[largest])),
-      report.verdict(growth[largest] < rp.FLAT_MEMORY_BYTES)))
+      markdown.verdict(growth[largest] < rp.FLAT_MEMORY_BYTES)))
   return rows
 
 
@@ -113,7 +113,7 @@ def readings(results, plan):
       'processes %s on %d processors. The widest per-round range of a ratio '
       'was %s / %s on %s, %d towers: %.2f-%.2f (median %.2f) over %d rounds. '
       'A verdict lists how many rounds fell on the other side of its goal.'
-      % (load, report.machine()[1], a, b, workload, towers, s.low, s.high,
+      % (load, markdown.machine()[1], a, b, workload, towers, s.low, s.high,
          s.median, s.rounds))
   run = results['steps'].get((rp.BUILD_WORKLOAD, rp.BUILD_TOWERS))
   if run is not None:
@@ -162,7 +162,7 @@ def profile_lines(run, labels, top=8):
 def text(results, plan, source, command, elapsed):
   """The whole of RESULTS.md but its all-reduce section."""
   tf_version = next(iter(results['steps'].values()))['tf_version']
-  out = report.header('Benchmark results', 'run_benchmarks.py', source,
+  out = markdown.header('Benchmark results', 'run_benchmarks.py', source,
                       command, elapsed, tf_version)
   w = out.append
   w('- towers are virtual CPU devices of one process; '
@@ -186,7 +186,7 @@ def text(results, plan, source, command, elapsed):
   w('')
   w('## Goals')
   w('')
-  out.extend(report.table(['goal', 'measured', 'verdict'],
+  out.extend(markdown.table(['goal', 'measured', 'verdict'],
                           [list(r) for r in goals_rows(results, plan)]))
   w('')
   w('Reading the goals, from this run\'s figures:')
@@ -218,7 +218,7 @@ def _step_tables(results, plan):
         cells.append('%.2fx (%.2f-%.2f; %.1f ms)' % (
             s.median, s.low, s.high, step_ms(run, label)))
       rows.append(cells)
-    out += ['', '### %s' % workload, ''] + report.table(
+    out += ['', '### %s' % workload, ''] + markdown.table(
         ['strategy'] + ['%d towers' % k for k in towers], rows,
         'l' + 'r' * len(towers))
   return out + ['']
@@ -235,7 +235,7 @@ def _mirrored_table(results):
   return ['## replicated / MirroredStrategy', '',
           'MirroredStrategy picked `%s` for its cross-device reduction on '
           'these devices. Below 1.0 means replicated is faster.'
-          % run0['detail'][rp.MIRRORED], ''] + report.table(
+          % run0['detail'][rp.MIRRORED], ''] + markdown.table(
               ['workload', 'towers', 'replicated (ms)',
                'MirroredStrategy (ms)', 'replicated / MirroredStrategy',
                'per-round range'], rows, 'lrrrrr') + ['']
@@ -256,7 +256,7 @@ def _build_tables(results, plan):
          'absolute figures, each process first timed %d trivial ops (`x = x '
          '+ 1.0`) and read the 1-minute load average:' % (
              rp.BUILD_WORKLOAD, plan['calibration_ops']), '']
-  out += report.table(
+  out += markdown.table(
       ['towers', 'one trivial op (us)', 'load average'],
       [[str(k), '%.0f' % (1e6 * run['calibration']['seconds'] /
                           run['calibration']['op_count']),
@@ -269,7 +269,7 @@ def _build_tables(results, plan):
                            for _, run in build_runs] +
                 [str(build_runs[-1][1]['variable_count'][label])])
   out += ['', 'Build seconds / ops / microseconds an op; variables count '
-          'every copy:', ''] + report.table(
+          'every copy:', ''] + markdown.table(
               ['strategy'] + ['%d towers' % k for k, _ in build_runs] +
               ['variables (%d towers)' % build_runs[-1][0]], rows,
               'l' + 'r' * (len(build_runs) + 1))
@@ -297,7 +297,7 @@ def _memory_table(results, plan):
               rp.MEMORY_WORKLOAD, rp.MEMORY_TOWERS,
               rp.BATCH_SIZE[rp.MEMORY_WORKLOAD], plan['memory_warmup'],
               plan['memory_sample_every'], plan['memory_steps'],
-              rp.BUILD_WORKLOAD, k), ''] + report.table(
+              rp.BUILD_WORKLOAD, k), ''] + markdown.table(
                   ['strategy', 'peak (MiB)', 'after warm-up (MiB)',
                    'after %d steps (MiB)' % plan['memory_steps'],
                    'growth (MiB)',
@@ -313,7 +313,7 @@ def _profiles(results, plan):
          'timed rounds: op types ranked by summed execution time over all '
          'devices (nodes executed in brackets). Summed op time exceeds wall '
          'time when ops overlap on the %d processors; it excludes the '
-         'executor\'s scheduling between ops.' % report.machine()[1]]
+         'executor\'s scheduling between ops.' % markdown.machine()[1]]
   shown = [(w, k) for w, k, _ in rp.MIRRORED_GOALS]
   for workload, towers in sorted(results['steps'], key=lambda wt: (
       list(rp.WORKLOADS).index(wt[0]), wt[1])):

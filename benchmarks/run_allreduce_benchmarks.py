@@ -14,7 +14,7 @@ never overwrites the figures of record.
 Two tensor sets, one float32 tensor of each shape on every tower:
 
 - `resnet50`: the shapes of ResNet-50's 161 trainable variables (25.6M
-  parameters, 102 MB), `models.variable_shapes('resnet50')`;
+  parameters, 102 MB), `catalog.variable_shapes('resnet50')`;
 - `lenet`: the shapes of the package's LeNet-sized CNN's 8 trainable
   variables (1.66M parameters), one FC layer of 3136x512 holding 97% of the
   bytes.
@@ -98,8 +98,8 @@ from allreduce_plan import SETS
 from allreduce_plan import STRIDE
 from allreduce_plan import TF_REFERENCES
 from allreduce_plan import candidates
-from variable_mgr.benchmark import measure
-from variable_mgr.benchmark import report
+from variable_mgr.benchmark.reports import markdown
+from variable_mgr.benchmark.reports import measure
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 
@@ -336,8 +336,8 @@ def _size(shape):
 
 
 def task_shapes():
-  from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
-  return dict(shapes=dict((name, models.variable_shapes(name))
+  from variable_mgr.benchmark.models import catalog  # pylint: disable=g-import-not-at-top
+  return dict(shapes=dict((name, catalog.variable_shapes(name))
                           for name in SETS),
               tf_version=_tf().__version__,
               tf_private=tf_private() is not None)
@@ -386,14 +386,14 @@ def main(argv=None):
   output = args.output or os.path.join(
       HERE, 'ALLREDUCE_RESULTS_quick.md' if args.quick
       else 'ALLREDUCE_RESULTS.md')
-  command = report.command_line('run_allreduce_benchmarks.py', given)
-  source = report.source_state(ROOT)
+  command = markdown.command_line('run_allreduce_benchmarks.py', given)
+  source = markdown.source_state(ROOT)
   start = time.time()
   log = measure.make_log(start)
   info, labels, results, allocator = measure_all(plan, allocator_plan, log)
   lines = allreduce_report.lines(info, labels, results, plan, source,
                                  command, time.time() - start, allocator)
-  report.write(output, lines)
+  markdown.write(output, lines)
   if not args.quick and not args.output:
     results_md = os.path.join(HERE, 'RESULTS.md')
     run_benchmarks.write_section(results_md,

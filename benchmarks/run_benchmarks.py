@@ -15,7 +15,7 @@ is TensorFlow building and optimising graphs of tens of thousands of ops.
 The log gives each worker's time; the report the total.
 
 Two workloads, both built by the package's own harness
-(`variable_mgr.benchmark.harness.build_training_graph`):
+(`variable_mgr.benchmark.training.harness.build_training_graph`):
 
 - `lenet`: the package's LeNet-sized CNN, 8 images a tower;
 - `resnet50_vars`: ResNet-50's 161 trainable variable shapes (25.6M
@@ -28,7 +28,7 @@ soft placement off). MirroredStrategy runs the same model function in a
 `tf.compat.v1` graph through `strategy.extended.call_for_each_replica` with
 TensorFlow's own v1 SGD optimizer, on the same virtual devices.
 
-How it measures is `variable_mgr.benchmark.measure`: each (workload,
+How it measures is `variable_mgr.benchmark.reports.measure`: each (workload,
 towers) pair in a process of its own, its candidates built there and timed
 in interleaved rounds; every ratio is taken within a round and reported as
 its median with the range of the rounds, and every verdict is the median's
@@ -59,8 +59,8 @@ from results_plan import MIRRORED
 from results_plan import QUICK
 from results_plan import STRATEGIES
 from results_plan import WORKLOADS
-from variable_mgr.benchmark import measure
-from variable_mgr.benchmark import report
+from variable_mgr.benchmark.reports import markdown
+from variable_mgr.benchmark.reports import measure
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 
@@ -74,9 +74,9 @@ def _tf():
 
 
 def resnet50_variable_shapes():
-  """The shapes of `models.resnet50`'s trainable variables, in order."""
-  from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
-  return models.variable_shapes('resnet50')
+  """The shapes of `catalog.resnet50`'s trainable variables, in order."""
+  from variable_mgr.benchmark.models import catalog  # pylint: disable=g-import-not-at-top
+  return catalog.variable_shapes('resnet50')
 
 
 def register_resnet50_vars(shapes=None):
@@ -94,8 +94,8 @@ def register_resnet50_vars(shapes=None):
   mostly what the strategy adds.
   """
   tf = _tf().compat.v1
-  from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
-  if 'resnet50_vars' in models.MODELS:
+  from variable_mgr.benchmark.models import catalog  # pylint: disable=g-import-not-at-top
+  if 'resnet50_vars' in catalog.MODELS:
     return
   shapes = shapes or resnet50_variable_shapes()
 
@@ -117,7 +117,7 @@ def register_resnet50_vars(shapes=None):
     return (tf.expand_dims(per_image + x * tf.add_n(sums), 1) *
             tf.expand_dims(class_weights, 0))
 
-  models.MODELS['resnet50_vars'] = models.Model(
+  catalog.MODELS['resnet50_vars'] = catalog.Model(
       'resnet50_vars', (8, 8, 1), 10, 0.01, 0.0, BATCH_SIZE['resnet50_vars'],
       build_fn)
 
@@ -130,8 +130,8 @@ Built = collections.namedtuple(
 def build_ours(label, workload, towers):
   """One of the package's strategies through the package's harness."""
   import variable_mgr  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import harness  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import run_config  # pylint: disable=g-import-not-at-top
   host = variable_mgr.LocalBenchmarkCnn(towers)
   config = run_config.BenchmarkConfig(
       model=workload, num_gpus=towers, batch_size=BATCH_SIZE[workload],
@@ -156,11 +156,11 @@ def build_mirrored(workload, towers):
   """The same model and SGD step under tf.distribute.MirroredStrategy."""
   tf2 = _tf()
   tf = tf2.compat.v1
-  from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import optimizers  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
-  model = models.get_model(workload)
+  from variable_mgr.benchmark.training import harness  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.models import catalog  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import optimizers  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import run_config  # pylint: disable=g-import-not-at-top
+  model = catalog.get_model(workload)
   config = run_config.BenchmarkConfig(
       model=workload, batch_size=BATCH_SIZE[workload]).resolved()
   devices = ['/cpu:%d' % i for i in range(towers)]
@@ -426,11 +426,11 @@ def main(argv=None):
   plan = QUICK if args.quick else FULL
   output = args.output or os.path.join(
       HERE, 'RESULTS_quick.md' if args.quick else 'RESULTS.md')
-  source = report.source_state(ROOT)
+  source = markdown.source_state(ROOT)
   start = time.time()
   log = measure.make_log(start)
   results = measure_all(plan, log)
-  text = results_report.text(results, plan, source, report.command_line(
+  text = results_report.text(results, plan, source, markdown.command_line(
       'run_benchmarks.py', given), time.time() - start)
   write_keeping_section(output, text)
   if args.json:

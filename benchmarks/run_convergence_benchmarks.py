@@ -22,7 +22,7 @@ own: `python -m variable_mgr.benchmark --data_name=digits --train_dir=D
 ...` trains, then `python -m variable_mgr.benchmark --eval --train_dir=D
 ...` restores D's latest checkpoint and evaluates it on digits' eval split
 (300 images: every sixth of scikit-learn's 1,797; see
-`variable_mgr.benchmark.datasets`); its top-1 and top-5 are read from its
+`variable_mgr.benchmark.data.datasets`); its top-1 and top-5 are read from its
 `--output` JSON.
 
 What is held fixed (the choices of this measurement):
@@ -99,8 +99,8 @@ from benchmarks.convergence.cells import QUICK
 from benchmarks.convergence.runs import measure_all
 from benchmarks.convergence.text import details_file
 from benchmarks.convergence.text import section_lines
-from variable_mgr.benchmark import measure
-from variable_mgr.benchmark import report
+from variable_mgr.benchmark.reports import markdown
+from variable_mgr.benchmark.reports import measure
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 SECTION = ('convergence', 'run_convergence_benchmarks.py')
@@ -135,11 +135,11 @@ def write_report(runs, meta, output=None):
       details_file(*(fixed + (meta['quick'], meta.get('work_dir')))), meta)
   if output or meta['quick']:
     output = output or os.path.join(HERE, 'CONVERGENCE_RESULTS_quick.md')
-    report.write(output, details)
+    markdown.write(output, details)
     return output
   import run_benchmarks  # pylint: disable=g-import-not-at-top
   output = os.path.join(HERE, 'CONVERGENCE_RESULTS.md')
-  report.write(output, details)
+  markdown.write(output, details)
   run_benchmarks.write_section(os.path.join(HERE, 'RESULTS.md'),
                                _rewritten(section_lines(*fixed), meta),
                                *SECTION)
@@ -162,14 +162,14 @@ def main(argv=None):
   if args.report:
     with open(args.report) as f:
       saved = json.load(f)
-    saved['meta']['report_command'] = report.command_line(
+    saved['meta']['report_command'] = markdown.command_line(
         'run_convergence_benchmarks.py', given)
     output = write_report(saved['runs'], saved['meta'], args.output)
     print('wrote %s from %s' % (output, args.report))
     return 0
   plan = QUICK if args.quick else FULL
-  meta = {'source': report.source_state(ROOT), 'quick': args.quick,
-          'command': report.command_line('run_convergence_benchmarks.py',
+  meta = {'source': markdown.source_state(ROOT), 'quick': args.quick,
+          'command': markdown.command_line('run_convergence_benchmarks.py',
                                          given)}
   start = time.time()
   log = measure.make_log(start)

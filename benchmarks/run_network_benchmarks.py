@@ -205,8 +205,8 @@ from benchmarks.network.text import rounds_done
 from benchmarks.network.text import section_lines
 from benchmarks.network.transfer import estimate_cell_secs
 from benchmarks.network.transfer import variable_bytes
-from variable_mgr.benchmark import measure
-from variable_mgr.benchmark import report
+from variable_mgr.benchmark.reports import markdown
+from variable_mgr.benchmark.reports import measure
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 SECTION = ('network goals', 'run_network_benchmarks.py')
@@ -283,11 +283,11 @@ def main(argv=None):
     sys.stderr.write('run_network_benchmarks.py runs its clusters as '
                      '--launch_local_cluster --network_rate does: %s\n' % e)
     return 2
-  source = report.source_state(ROOT)
+  source = markdown.source_state(ROOT)
   start = time.time()
   log = measure.make_log(start)
   del given  # The command as typed, this script's own flags too.
-  command = report.command_line('run_network_benchmarks.py', [
+  command = markdown.command_line('run_network_benchmarks.py', [
       a for a in as_given if a != '--from_json' and a != from_json])
   output = args.output or os.path.join(results_dir, results_name(
       subset, args.quick))
@@ -300,7 +300,7 @@ def main(argv=None):
       elapsed = time.time() - start
       results['written'] = dict(
           source=source, command=command, elapsed=elapsed,
-          header=report.header(title, 'run_network_benchmarks.py', source,
+          header=markdown.header(title, 'run_network_benchmarks.py', source,
                                command, elapsed, tf.__version__))
     run = results['written']
 
@@ -314,7 +314,7 @@ def main(argv=None):
                      '(its --json) by the script of %s' % source)
       return lines
 
-    report.write(output, run['header'] + [''] + lines_of()[2:])
+    markdown.write(output, run['header'] + [''] + lines_of()[2:])
     if final and not args.quick and not args.output and not subset:
       import run_benchmarks  # pylint: disable=g-import-not-at-top
       run_benchmarks.write_section(

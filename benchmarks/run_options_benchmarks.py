@@ -15,7 +15,7 @@ Two measurements:
 1. **Step time on CPU towers.** lenet, 4 towers (virtual CPU devices),
    batch 32 a tower, `replicated` and `parameter_server`. In one process a
    strategy, every candidate is built through the benchmark's harness
-   (`variable_mgr.benchmark.harness.build_training_graph`), then the
+   (`variable_mgr.benchmark.training.harness.build_training_graph`), then the
    candidates take turns (`measure.interleaved_rounds`: every round runs
    each candidate STEPS times, in an order rotated by one each round), and
    each option's step time is divided by the plain run's of the same round;
@@ -76,8 +76,8 @@ for _path in (HERE, ROOT):
     sys.path.insert(0, _path)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from variable_mgr.benchmark import measure
-from variable_mgr.benchmark import report
+from variable_mgr.benchmark.reports import markdown
+from variable_mgr.benchmark.reports import measure
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 SECTION = ('training options', 'run_options_benchmarks.py')
@@ -154,8 +154,8 @@ def task_steps(strategy, rounds, steps, warmup):
   tf = tensorflow.compat.v1
   tf.disable_eager_execution()
   import variable_mgr  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import harness  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import run_config  # pylint: disable=g-import-not-at-top
   built, sessions = collections.OrderedDict(), {}
   for label in candidates(strategy):
     fields = dict(model=MODEL, variable_update=strategy, num_gpus=TOWERS,
@@ -312,7 +312,7 @@ def step_table(strategy, cell):
   rows = []
   for label in times:
     ratio = ('' if label == PLAIN else
-             report.spread_text(measure.ratio_spread(times, label, PLAIN)))
+             markdown.spread_text(measure.ratio_spread(times, label, PLAIN)))
     note = ''
     if label in cell['loss_scale']:
       note = 'loss scale at the end %g' % cell['loss_scale'][label]
@@ -326,8 +326,8 @@ def step_table(strategy, cell):
     rows.append([
         '%s, an applied step (%d micro-batches)' % (BPPS, PASSES),
         _median_ms(applied['applied']),
-        report.spread_text(measure.ratio_spread(applied, 'applied', PLAIN)),
-        '', 'vs %s: %s' % (BIG_BATCH, report.spread_text(
+        markdown.spread_text(measure.ratio_spread(applied, 'applied', PLAIN)),
+        '', 'vs %s: %s' % (BIG_BATCH, markdown.spread_text(
             measure.ratio_spread(applied, 'applied', BIG_BATCH)))])
   return rows
 
@@ -374,13 +374,13 @@ def section_lines(results, plan, source, command, elapsed):
   verdicts = []
   for strategy, cell in results['steps'].items():
     lines += ['### %s, %d towers' % (strategy, TOWERS), '']
-    lines += report.table(
+    lines += markdown.table(
         ['candidate', 'step (ms, median)', 'vs plain', 'loss at the end',
          'note'], step_table(strategy, cell), 'lrlrl')
     lines.append('')
     for label, goal in GOALS:
       if label in cell['step_seconds']:
-        verdicts.append(report.verdict_line(
+        verdicts.append(markdown.verdict_line(
             '%s, %s vs plain' % (strategy, label if label != BPPS else
                                  BPPS + ' (a micro-batch step)'),
             measure.ratio_spread(cell['step_seconds'], label, PLAIN), goal))
@@ -408,7 +408,7 @@ def section_lines(results, plan, source, command, elapsed):
                    '%.2f' % (run['bytes']['rx'] / 1e6),
                    '%.2f' % (run['bytes']['tx'] / 1e6),
                    _ms(sum(run['step_secs']) / len(run['step_secs']))])
-  lines += report.table(
+  lines += markdown.table(
       ['round', 'run', 'into the PS (gradients), MB a step',
        'out of the PS (variables), MB a step', 'step (ms)'], rows, 'llrrr')
   lines.append('')
@@ -417,14 +417,14 @@ def section_lines(results, plan, source, command, elapsed):
     lines.append('%s over plain: gradient bytes %s; variable bytes %s; all '
                  'bytes %s (expected %.3fx: the variables are read every '
                  'micro-batch step); step time %s.' % (
-                     BPPS, report.spread_text(spreads['gradient bytes']),
-                     report.spread_text(spreads['variable bytes']),
-                     report.spread_text(spreads['all bytes']),
+                     BPPS, markdown.spread_text(spreads['gradient bytes']),
+                     markdown.spread_text(spreads['variable bytes']),
+                     markdown.spread_text(spreads['all bytes']),
                      expected_fraction(),
-                     report.spread_text(spreads['step time'])))
+                     markdown.spread_text(spreads['step time'])))
     lines.append('')
     for what, goal in CLUSTER_GOALS:
-      verdicts.append(report.verdict_line(
+      verdicts.append(markdown.verdict_line(
           'cluster, %s, %s a micro-batch step vs plain' % (BPPS, what),
           spreads[what], goal))
   else:
@@ -449,15 +449,15 @@ def main(argv=None):
     sys.stderr.write('run_options_benchmarks.py runs its clusters as '
                      '--launch_local_cluster --network_rate does: %s\n' % e)
     return 2
-  source = report.source_state(ROOT)
-  command = report.command_line('run_options_benchmarks.py', given)
+  source = markdown.source_state(ROOT)
+  command = markdown.command_line('run_options_benchmarks.py', given)
   start = time.time()
   log = measure.make_log(start)
   results = measure_all(plan, log)
   lines = section_lines(results, plan, source, command, time.time() - start)
   if args.output or args.quick:
     output = args.output or os.path.join(HERE, 'OPTIONS_RESULTS_quick.md')
-    report.write(output, ['# Training options benchmark (a check)', ''] +
+    markdown.write(output, ['# Training options benchmark (a check)', ''] +
                  lines)
   else:
     import run_benchmarks  # pylint: disable=g-import-not-at-top

@@ -24,8 +24,8 @@ that equivalent written by hand, with no manager (its *twin*):
   on its own device.
 
 The library's side is the package's harness
-(`variable_mgr.benchmark.harness.build_training_graph`); a twin builds the
-same model (`variable_mgr.benchmark.models`), the same synthetic batch a
+(`variable_mgr.benchmark.training.harness.build_training_graph`); a twin builds the
+same model (`variable_mgr.benchmark.models.catalog`), the same synthetic batch a
 tower (`harness.synthetic_inputs`, on `/cpu:0`), plain SGD at the model's
 learning rate, the same global-step increment after the updates and the
 same fetched mean loss, on the same virtual CPU devices
@@ -80,8 +80,8 @@ from benchmarks.overhead.plan import twin_label
 from benchmarks.overhead.text import results_text
 from benchmarks.overhead.text import section_lines
 import run_benchmarks  # resnet50_vars, beside this file.
-from variable_mgr.benchmark import measure
-from variable_mgr.benchmark import report
+from variable_mgr.benchmark.reports import markdown
+from variable_mgr.benchmark.reports import measure
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 
@@ -160,8 +160,8 @@ def main(argv=None):
   output = args.output or os.path.join(
       HERE, 'OVERHEAD_RESULTS_quick.md' if args.quick
       else 'OVERHEAD_RESULTS.md')
-  command = report.command_line('run_overhead_benchmarks.py', given)
-  source = report.source_state(ROOT)
+  command = markdown.command_line('run_overhead_benchmarks.py', given)
+  source = markdown.source_state(ROOT)
   start = time.time()
   log = measure.make_log(start)
   results = measure_cells(plan, log)
@@ -171,7 +171,7 @@ def main(argv=None):
       json.dump({'plan': plan, 'results': [
           dict(workload=key[0], towers=key[1], kind=key[2], **cell)
           for key, cell in results.items()]}, f, indent=1)
-  report.write(output, results_text(results, plan, source, command,
+  markdown.write(output, results_text(results, plan, source, command,
                                     elapsed))
   log('wrote %s' % output)
   if not args.quick and args.output is None:

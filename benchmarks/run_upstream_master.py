@@ -191,9 +191,9 @@ class _Tee(io.TextIOBase):
 def write_results(args):
   """Runs the three parts of the results file and writes it whole."""
   sys.path.insert(0, REPO)
-  from variable_mgr.benchmark import report  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.reports import markdown  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  source = report.source_state(REPO)
+  source = markdown.source_state(REPO)
   started = datetime.datetime.now()
   workdir = args.workdir or tempfile.mkdtemp(prefix='upstream_master_')
   parts = [

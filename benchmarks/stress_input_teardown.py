@@ -6,7 +6,7 @@ CI), counting the processes that die.
     /tmp/venv37/bin/python benchmarks/stress_input_teardown.py --runs 12 \\
         --parallel-interleave
 
-Each run is a fresh process that writes tests/benchmark/imagenet_files.py's
+Each run is a fresh process that writes tests/benchmark/data/imagenet_files.py's
 upstream layout (8 train files) and then, `--pipelines` times, builds
 `datasets.InputPipeline` for 2 towers in a new graph, runs 3 steps and
 closes the session with the pipeline's prefetching still going. A run
@@ -30,7 +30,7 @@ Measured on 2 shared cores, 2026-12-01, 30 pipelines a run:
         TF 1.15.5, as the benchmark reads (one file after the other): 0/20
         runs failed (600 pipelines)
 
-tests/benchmark/test_datasets.py, whole file, 15 runs each on TF 1.15.5:
+tests/benchmark/data/test_datasets.py, whole file, 15 runs each on TF 1.15.5:
 5/15 died (exit 139) with `compat.PARALLEL_INTERLEAVE = True`, 0/15 as read.
 """
 
@@ -42,7 +42,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-for _path in (os.path.join(ROOT, 'tests', 'benchmark'), ROOT):
+for _path in (os.path.join(ROOT, 'tests', 'benchmark', 'data'), ROOT):
   if _path not in sys.path:
     sys.path.insert(0, _path)
 
@@ -54,7 +54,7 @@ def run_pipelines(count, parallel):
   faulthandler.enable()
   import imagenet_files  # pylint: disable=g-import-not-at-top
   from variable_mgr import compat  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import datasets  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.data import datasets  # pylint: disable=g-import-not-at-top
   tf = compat.tf
   compat.PARALLEL_INTERLEAVE = parallel
   directory = tempfile.mkdtemp()

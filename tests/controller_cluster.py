@@ -14,7 +14,7 @@ a `collective` stage gets a cluster of its own (`fresh=True`).
 import tensorflow as tf
 
 import variable_mgr
-from variable_mgr.benchmark.cluster import in_process
+from variable_mgr.benchmark.runs import in_process
 from variable_mgr.strategies import collective_all_reduce
 
 tf1 = tf.compat.v1

@@ -278,11 +278,11 @@ def run_collective_workers(tmp_path, mode, workers=2, towers=2):
   import subprocess  # pylint: disable=g-import-not-at-top
   import sys  # pylint: disable=g-import-not-at-top
   import time  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark.cluster import launcher  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.runs import in_process  # pylint: disable=g-import-not-at-top
   script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                         'options_worker.py')
-  cluster = {'worker': ['%s:%d' % (launcher.LOOPBACK, p)
-                        for p in launcher.free_ports(workers)]}
+  cluster = {'worker': ['%s:%d' % (in_process.LOOPBACK, p)
+                        for p in in_process.free_ports(workers)]}
   environ = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
   environ.pop('TF_CONFIG', None)
   outputs = [str(tmp_path / ('worker%d.npz' % k)) for k in range(workers)]

@@ -234,9 +234,9 @@ def test_bad_pass_counts_are_refused_before_any_graph(value):
 def test_benchmark_wires_accumulation_and_relaxed(consistency, passes):
   """The benchmark's graph: the first step changes no variable (a
   micro-step, or the first relaxed step), the second does."""
-  from variable_mgr.benchmark import harness
-  from variable_mgr.benchmark import local_run
-  from variable_mgr.benchmark import run_config
+  from variable_mgr.benchmark.training import harness
+  from variable_mgr.benchmark.runs import local_run
+  from variable_mgr.benchmark.training import run_config
   config = run_config.BenchmarkConfig(
       model='trivial', num_gpus=2, batch_size=4,
       backward_passes_per_step=passes,

@@ -28,7 +28,7 @@ from matrix_model import Case
 from matrix_model import dynamic_options
 from options_harness import Run
 from variable_mgr import errors
-from variable_mgr.benchmark.cluster import in_process
+from variable_mgr.benchmark.runs import in_process
 from variable_mgr.strategies import collective_all_reduce
 
 tf1 = tf.compat.v1

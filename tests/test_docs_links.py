@@ -181,8 +181,8 @@ def test_headings_slug_as_github_does():
 def test_the_results_files_point_at_a_heading_that_exists():
   """Every benchmarks/*RESULTS.md names in its header where its figures are
   explained: that page and heading exist."""
-  from variable_mgr.benchmark import report  # pylint: disable=g-import-not-at-top
-  lines = report.header('T', 'run_x.py', 'abc', 'cmd', 1.0, '2.21')
+  from variable_mgr.benchmark.reports import markdown  # pylint: disable=g-import-not-at-top
+  lines = markdown.header('T', 'run_x.py', 'abc', 'cmd', 1.0, '2.21')
   match = re.search(r'How to read the figures: (\S+), "([^"]+)"\.', lines[2])
   assert match, lines[2]
   page, heading = match.groups()

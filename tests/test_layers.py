@@ -192,7 +192,7 @@ def test_layers_model_distributed_replicated_matches_single_device(
   """distributed_replicated on a one-worker cluster inside this process:
   every local copy follows the mean of the towers' single-device
   gradients; tower 0's statistics follow its batches."""
-  from variable_mgr.benchmark.cluster import in_process  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.runs import in_process  # pylint: disable=g-import-not-at-top
   import variable_mgr  # pylint: disable=g-import-not-at-top
   model = single_device
   num_towers = 2

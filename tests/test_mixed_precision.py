@@ -387,9 +387,9 @@ def test_auto_loss_scale_across_workers_is_refused_where_unchecked():
 
 
 def _benchmark_graph(**fields):
-  from variable_mgr.benchmark import harness
-  from variable_mgr.benchmark import local_run
-  from variable_mgr.benchmark import run_config
+  from variable_mgr.benchmark.training import harness
+  from variable_mgr.benchmark.runs import local_run
+  from variable_mgr.benchmark.training import run_config
   config = run_config.BenchmarkConfig(
       model='trivial', num_gpus=2, batch_size=4, **fields).resolved()
   host, session_config = local_run.make_host(config)
@@ -417,8 +417,8 @@ def test_benchmark_wires_float16_and_the_dynamic_scale(tmp_path):
 
 
 def test_benchmark_header_line():
-  from variable_mgr.benchmark import output
-  from variable_mgr.benchmark import run_config
+  from variable_mgr.benchmark.reports import output
+  from variable_mgr.benchmark.training import run_config
   line = output.training_options_line
   config = run_config.BenchmarkConfig
   assert line(config()) == 'Training options: none'

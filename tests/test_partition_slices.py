@@ -17,7 +17,7 @@ import tensorflow as tf
 import matrix_model
 import variable_mgr
 from options_harness import Run
-from variable_mgr.benchmark.cluster import in_process
+from variable_mgr.benchmark.runs import in_process
 
 tf1 = tf.compat.v1
 

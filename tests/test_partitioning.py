@@ -25,7 +25,7 @@ from variable_mgr import checkpoint
 from variable_mgr import errors
 from variable_mgr import placement
 from variable_mgr import staging
-from variable_mgr.benchmark.cluster import in_process
+from variable_mgr.benchmark.runs import in_process
 
 tf = _tf.compat.v1
 

@@ -15,9 +15,9 @@ import tensorflow as tf
 
 import variable_mgr
 from variable_mgr import errors
-from variable_mgr.benchmark import optimizers
-from variable_mgr.benchmark import run_config
-from variable_mgr.benchmark import flags
+from variable_mgr.benchmark.flags import command_line
+from variable_mgr.benchmark.training import optimizers
+from variable_mgr.benchmark.training import run_config
 
 tf1 = tf.compat.v1
 
@@ -102,7 +102,7 @@ def test_one_worker_takes_any_optimizer(name, options):
 @pytest.mark.parametrize('name', ['sgd', 'momentum', 'rmsprop', 'adam'])
 @pytest.mark.parametrize('locking', [False, True])
 def test_the_benchmark_optimizers_lock_when_asked(name, locking):
-  config = run_config.from_args(flags.parse_args(['--optimizer', name]))
+  config = run_config.from_args(command_line.parse_args(['--optimizer', name]))
   with tf.Graph().as_default():
     step = tf1.train.get_or_create_global_step()
     opt = optimizers.make_optimizer(config, step, 64, use_locking=locking)

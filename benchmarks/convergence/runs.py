@@ -132,7 +132,7 @@ def training_figures(cell, results):
 
 def eval_figures(results, text):
   """{'top1', 'top5', 'eval_examples', 'checkpoint_step'} of an evaluation,
-  from its --output JSON (`variable_mgr.benchmark.evaluation.run_eval`),
+  from its --output JSON (`variable_mgr.benchmark.training.evaluation.run_eval`),
   else top-1 and top-5 from its printed line."""
   figures = {}
   for key, name in (('top1', 'top_1_accuracy'), ('top5', 'top_5_accuracy'),

@@ -1,7 +1,7 @@
 """The convergence benchmark's report: pure functions of the runs'
 figures (verdicts against the one-tower run, the tables, the files' text)."""
 
-from variable_mgr.benchmark import report
+from variable_mgr.benchmark.reports import markdown
 
 from .cells import ASYNCHRONOUS
 from .cells import Cell
@@ -118,7 +118,7 @@ def table_rows(runs):
     else:
       delta = '%+.2f' % points(run['top1'] - reference['top1'])
       ok, why = verdict(run['top1'], reference['top1'])
-      text = report.verdict(ok) + (' (%s)' % why if why else '')
+      text = markdown.verdict(ok) + (' (%s)' % why if why else '')
     loss = run.get('final_loss')
     rows.append(first + ['%.2f' % points(run['top1']),
                          '%.2f' % points(run['top5']), delta,
@@ -220,7 +220,7 @@ def loss_agreement(runs):
 def result_lines(runs):
   """The table, the seeds' spread and the verdict."""
   reference = reference_run(runs)
-  lines = report.table(HEADER, table_rows(runs), ALIGN)
+  lines = markdown.table(HEADER, table_rows(runs), ALIGN)
   lines.append('')
   spread = seed_spread(runs)
   if spread is not None:
@@ -251,7 +251,7 @@ def result_lines(runs):
       'and above %d%%: %d of %d cells met%s: %s' % (
           GOAL_POINTS, points(reference['top1']), round(points(FLOOR)),
           met, judged, '' if not misses else ' (missed: %s)' %
-          '; '.join(misses), report.verdict(not misses)))
+          '; '.join(misses), markdown.verdict(not misses)))
   if spread is not None:
     for run in runs:
       cell = Cell(**run['cell'])
@@ -295,19 +295,19 @@ def detail_lines(runs, work_dir=None):
     if work_dir:
       text = text.replace(work_dir, '$DIR')
     commands.append([describe(cell), text])
-  return report.table(
+  return markdown.table(
       ['run', 'a step applies', 'accuracy (%)'] +
       ['loss, step %d' % s for s in LOSS_STEPS] + ['global step'], rows,
       'lll' + 'r' * len(LOSS_STEPS) + 'r') + [
           '', '### Commands', '',
-          '`$DIR` is the run\'s temporary directory.', ''] + report.table(
+          '`$DIR` is the run\'s temporary directory.', ''] + markdown.table(
               ['run', 'train, then eval'], commands)
 
 
 def details_file(runs, plan, source, command, elapsed, tf_version, quick,
                  work_dir=None):
   """The whole of CONVERGENCE_RESULTS.md (or its quick twin)."""
-  return report.header(
+  return markdown.header(
       'Convergence on digits%s' % (' (a check)' if quick else ''),
       'run_convergence_benchmarks.py', source, command, elapsed,
       tf_version) + method_lines(plan, tf_version)[1:] + [''] + \

@@ -3,7 +3,7 @@ cell's step against the ring bound and against ring + c0, the bytes on
 each host's link against the ring's 2(W-1)/W x B, the controller's link,
 and the in-graph step over the collective one within each round."""
 
-from variable_mgr.benchmark import report
+from variable_mgr.benchmark.reports import markdown
 
 from .plan import Cell
 from .plan import DAR
@@ -174,7 +174,7 @@ def allreduce_lines(t, sizes):
       'in-graph step over the collective one, within each round.' % (
           lenet / 1e6, ring_bytes(sizes['lenet'], 2) / 1e6,
           ring_bytes(sizes['lenet'], 4) / 1e6), '']
-  lines += report.table(
+  lines += markdown.table(
       ['cell', 'strategy', 'step', 'ring bound', 'step / ring',
        'c0 (unshaped)', 'step / (ring + c0)',
        'workers\' links: MB a step sent / received (of 2(W-1)/W x B)',

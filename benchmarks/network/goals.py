@@ -1,6 +1,6 @@
 """The goals' rows and their causes, read from a result's figures."""
 
-from variable_mgr.benchmark import report
+from variable_mgr.benchmark.reports import markdown
 
 from .plan import BOUND_NAMES
 from .plan import DAR
@@ -106,7 +106,7 @@ def link_rows(t, sizes, cells):
 def goal_lines(t, sizes):
   lines = ['| goal | measured (median, rounds) | verdict | with what the '
            'issue\'s bound leaves out |', '|---|---|---|---|']
-  lines += [report.row(r) for r in goal_rows(t, sizes)]
+  lines += [markdown.row(r) for r in goal_rows(t, sizes)]
   return lines
 
 
@@ -290,12 +290,12 @@ def cause_lines(t, sizes):
       continue
     rows.append([cell.strategy, str(cell.num_ps), ms_spread(list(c0.values())),
                  ms_spread(list(t.steps(cell).values()))])
-  lines += report.table(['strategy', 'PS', 'c0 (unshaped)', 'at 200mbit'],
+  lines += markdown.table(['strategy', 'PS', 'c0 (unshaped)', 'at 200mbit'],
                         rows, 'lrrr')
   lines += ['', 'MB a step through each host\'s link at 200mbit, 2 workers '
             '(sent / received; the last round; the link counters include '
             'TCP/IP and gRPC framing):', '']
-  lines += report.table(['strategy', 'PS', 'step', 'per host: sent / '
+  lines += markdown.table(['strategy', 'PS', 'step', 'per host: sent / '
                          'received', 'W x B', 'B'],
                         link_rows(t, sizes, one_ps + two_ps), 'lrrlrr')
   loads = t.results['ps_loads'].get('%s|2|partitioned' % GOAL_WORKLOAD)

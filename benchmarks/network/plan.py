@@ -4,7 +4,7 @@ round and the steps of a cell (the script's docstring says why)."""
 
 import collections
 
-from variable_mgr.benchmark import measure
+from variable_mgr.benchmark.reports import measure
 
 
 BATCH = 8

@@ -58,15 +58,15 @@ def task_main(argv):
     if '--job_name=worker' in argv:
       from variable_mgr.benchmark.cluster import liveness  # pylint: disable=g-import-not-at-top
       liveness.PROBE_INTERVAL_SECS = NO_PROBE_SECS
-  from variable_mgr.benchmark import flags  # pylint: disable=g-import-not-at-top
-  if 'resnet50_vars' not in flags.MODEL_NAMES:
-    flags.MODEL_NAMES = flags.MODEL_NAMES + ('resnet50_vars',)
+  from variable_mgr.benchmark.flags import command_line  # pylint: disable=g-import-not-at-top
+  if 'resnet50_vars' not in command_line.MODEL_NAMES:
+    command_line.MODEL_NAMES = command_line.MODEL_NAMES + ('resnet50_vars',)
   if os.environ.get(SHAPES_ENV):
     import run_benchmarks  # pylint: disable=g-import-not-at-top
     with open(os.environ[SHAPES_ENV]) as f:
       run_benchmarks.register_resnet50_vars([tuple(s) for s in json.load(f)])
   from variable_mgr.benchmark import distributed  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import exit_status  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.runs import exit_status  # pylint: disable=g-import-not-at-top
   exit_status.exit_task(distributed.main(argv))
 
 
@@ -201,14 +201,14 @@ _STEP_LINE = re.compile(r'^\[worker:(\d+)\] \d+\t')
 
 
 def workload_shapes(workloads):
-  from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.models import catalog  # pylint: disable=g-import-not-at-top
   import run_benchmarks  # pylint: disable=g-import-not-at-top
   shapes = {}
   for workload in workloads:
     if workload == 'resnet50_vars':
       shapes[workload] = run_benchmarks.resnet50_variable_shapes()
     else:
-      shapes[workload] = models.variable_shapes(workload)
+      shapes[workload] = catalog.variable_shapes(workload)
   return shapes
 
 

@@ -5,7 +5,7 @@ workers' phase."""
 import collections
 import statistics
 
-from variable_mgr.benchmark import report
+from variable_mgr.benchmark.reports import markdown
 
 from .plan import Cell
 from .plan import PARTITIONED
@@ -111,7 +111,7 @@ def x_verdict(values, goal):
     return 'not measured'
   m = statistics.median(values)
   other = sum(1 for v in values if (v > goal) == (m <= goal))
-  text = report.verdict(m <= goal)
+  text = markdown.verdict(m <= goal)
   if other:
     text += ' (%d of %d rounds %s)' % (other, len(values),
                                        'above' if m <= goal else

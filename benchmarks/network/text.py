@@ -4,7 +4,7 @@ tf.distribute's twins, and the whole file or RESULTS.md's section."""
 import collections
 import statistics
 
-from variable_mgr.benchmark import report
+from variable_mgr.benchmark.reports import markdown
 
 from .allreduce import allreduce_lines
 from .goals import cause_bullets
@@ -162,7 +162,7 @@ def every_cell_lines(t, sizes):
            'bound assumes B each way a worker: a model whose gradients '
            'travel smaller, or whose variables are read where they live, '
            'comes in under it).', '']
-  lines += report.table(
+  lines += markdown.table(
       ['rate', 'model', 'W', 'PS', 'strategy', 'step', 'rounds',
        'W x B_ps / R', '2 x W x B_ps / R', '2(W-1)/W x B / R',
        'MB a step sent / received (last round)'],
@@ -229,7 +229,7 @@ def section_lines(results, plan, source, command, elapsed, full_file=None):
             'asynchronous between workers, so beside the asynchronous '
             'parameter_server). Same hosts, links, model, batch and learning '
             'rate (`benchmarks/network_twins.py`).', '']
-  lines += report.table(
+  lines += markdown.table(
       ['cell', 'tf.distribute', 'step', 'over its bound',
        'worker 0 sent, MB a step', 'beside', 'step',
        'worker 0 sent, MB a step', 'tf.distribute / ours'],

@@ -35,7 +35,7 @@ def _tf():
 
 
 def _config(strategy, workload, towers, kind):
-  from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import run_config  # pylint: disable=g-import-not-at-top
   return run_config.BenchmarkConfig(
       model=workload, variable_update=strategy, num_gpus=towers,
       batch_size=BATCH_SIZE[workload],
@@ -49,7 +49,7 @@ def _by_name(variables):
 def build_library(strategy, workload, towers, kind):
   """`strategy` of the package through the package's harness."""
   import variable_mgr  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import harness  # pylint: disable=g-import-not-at-top
   host = variable_mgr.LocalBenchmarkCnn(towers)
   g = harness.build_training_graph(
       _config(strategy, workload, towers, kind), host)
@@ -68,13 +68,13 @@ def build_library(strategy, workload, towers, kind):
 def build_twin(strategy, workload, towers, kind):
   """`strategy`'s twin: the same towers in plain TensorFlow, no manager."""
   tf = _tf()
-  from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import harness  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.models import catalog  # pylint: disable=g-import-not-at-top
   if strategy not in STRATEGIES:
     raise ValueError('strategy=%r: a twin exists for %s.' %
                      (strategy, ', '.join(STRATEGIES)))
   config = _config(strategy, workload, towers, kind)
-  model = models.get_model(workload)
+  model = catalog.get_model(workload)
   devices = ['/cpu:%d' % d for d in range(towers)]
   param_device = '/cpu:0'
   shared = strategy == 'parameter_server'

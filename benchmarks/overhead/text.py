@@ -1,8 +1,8 @@
 """The text of OVERHEAD_RESULTS.md and of its section of RESULTS.md, from
 the figures of one run (`run_overhead_benchmarks.measure_cells`)."""
 
-from variable_mgr.benchmark import measure
-from variable_mgr.benchmark import report
+from variable_mgr.benchmark.reports import markdown
+from variable_mgr.benchmark.reports import measure
 
 from .plan import BATCH_SIZE
 from .plan import CHECK_ATOL
@@ -47,14 +47,14 @@ def goal_lines(results):
         '- **%s variables, every strategy at most %.2fx its twin** (%d '
         'cells x %d strategies): %s; worst: %s, %s, %d towers, %s' % (
             kind, GOALS[kind], len(cells), len(STRATEGIES),
-            report.verdict(over == 0) + (
+            markdown.verdict(over == 0) + (
                 ' (%d of %d above)' % (over, len(cells) * len(STRATEGIES))
                 if over else ''),
-            strategy, workload, towers, report.spread_text(spread)))
+            strategy, workload, towers, markdown.spread_text(spread)))
   lines.append('')
   for (workload, towers, kind), cell in results.items():
     for strategy in STRATEGIES:
-      lines.append(report.verdict_line(
+      lines.append(markdown.verdict_line(
           '%s, %s, %d towers, %s variables' % (strategy, workload, towers,
                                                kind),
           overhead(cell, strategy), GOALS[kind]))
@@ -72,8 +72,8 @@ def overhead_table(results, kind):
                    step_ms(cell, library_label(strategy)),
                    step_ms(cell, twin_label(strategy)),
                    '%.3f' % s.median, '%.3f - %.3f' % (s.low, s.high),
-                   report.goal_verdict(s, GOALS[kind])])
-  return report.table(
+                   markdown.goal_verdict(s, GOALS[kind])])
+  return markdown.table(
       ['workload', 'towers', 'strategy', 'library (ms)', 'twin (ms)',
        'library / twin', 'rounds', 'at most %.2fx' % GOALS[kind]],
       rows, 'lrlrrrrl')
@@ -91,7 +91,7 @@ def graph_table(results):
                    str(cell['ordering_ops'][lib]),
                    '%.1e' % cell['check'][strategy]
                    if cell['check'][strategy] else '0 (equal)'])
-  return report.table(
+  return markdown.table(
       ['workload', 'towers', 'variables', 'strategy', 'library ops',
        'twin ops', 'only in the library', 'only in the twin',
        '`after_readers`', 'largest difference after %d steps'
@@ -106,7 +106,7 @@ def _op_types(counts):
 def results_text(results, plan, source, command, elapsed):
   """The lines of OVERHEAD_RESULTS.md."""
   tf_version = next(iter(results.values()))['tf_version']
-  out = report.header('Library overhead', 'run_overhead_benchmarks.py',
+  out = markdown.header('Library overhead', 'run_overhead_benchmarks.py',
                       source, command, elapsed, tf_version)
   w = out.append
   w('- towers are virtual CPU devices of one process '
@@ -162,7 +162,7 @@ def results_text(results, plan, source, command, elapsed):
   w('')
   w('## The measuring processes')
   w('')
-  out.extend(report.table(
+  out.extend(markdown.table(
       ['workload', 'towers', 'variables', 'load average (start, end)',
        'peak resident set (MiB)'],
       [[wl, str(k), kind, '%.1f, %.1f' % tuple(cell['load']),

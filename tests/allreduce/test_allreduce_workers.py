@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from variable_mgr.allreduce import layout
 from variable_mgr.allreduce import spec as spec_lib
-from variable_mgr.benchmark.cluster import in_process
+from variable_mgr.benchmark.runs import in_process
 
 tf1 = tf.compat.v1
 

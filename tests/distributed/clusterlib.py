@@ -36,13 +36,13 @@ import time
 import numpy as np
 import tensorflow as _tf
 
-from variable_mgr.benchmark import harness
-from variable_mgr.benchmark import models
+from variable_mgr.benchmark.cluster import netns
 from variable_mgr.benchmark.cluster.deadline import DEATH_GRACE_SECS
 from variable_mgr.benchmark.cluster.deadline import WATCHDOG_MARGIN_SECS
 from variable_mgr.benchmark.cluster.launcher import FAILURE_MARGIN_SECS
 from variable_mgr.benchmark.cluster.launcher import TERMINATE_GRACE_SECS
-from variable_mgr.benchmark.cluster import netns
+from variable_mgr.benchmark.models import catalog
+from variable_mgr.benchmark.training import harness
 
 tf = _tf.compat.v1
 
@@ -364,7 +364,7 @@ def read_checkpoint(train_dir):
 
 def initial_values(seed=0):
   rng = np.random.RandomState(seed)
-  model = models.get_model(MODEL)
+  model = catalog.get_model(MODEL)
   size = int(np.prod(model.image_shape))
   return {'logits/weights': (0.05 * rng.randn(size, model.num_classes)
                              ).astype(np.float32),
@@ -376,7 +376,7 @@ def tower_batches(num_towers):
   """The fixed (images [B, 784], labels [B]) of global towers 0..n-1, as
   `cluster.worker_graph.build_worker_graph` makes them (tower = task *
   towers + d)."""
-  model = models.get_model(MODEL)
+  model = catalog.get_model(MODEL)
   graph = tf.Graph()
   with graph.as_default():
     tensors = [harness.synthetic_inputs(model, BATCH, SEED, t)

@@ -23,8 +23,8 @@ sys.path[:0] = [_HERE, os.path.dirname(os.path.dirname(_HERE))]
 import clusterlib  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 import variable_mgr  # pylint: disable=g-import-not-at-top,wrong-import-position
-from variable_mgr.benchmark import harness  # pylint: disable=g-import-not-at-top,wrong-import-position
-from variable_mgr.benchmark import models  # pylint: disable=g-import-not-at-top,wrong-import-position
+from variable_mgr.benchmark.models import catalog  # pylint: disable=g-import-not-at-top,wrong-import-position
+from variable_mgr.benchmark.training import harness  # pylint: disable=g-import-not-at-top,wrong-import-position
 from variable_mgr.strategies import collective_all_reduce  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 tf = clusterlib.tf
@@ -56,7 +56,7 @@ def main(argv):
       config=collective_all_reduce.set_collective_group_leader(
           tf.ConfigProto(device_count={'CPU': towers})))
   host = WorkerHost(cluster, task_index, towers)
-  model = models.get_model(clusterlib.MODEL)
+  model = catalog.get_model(clusterlib.MODEL)
   graph = tf.Graph()
   with graph.as_default():
     tf.set_random_seed(100 + task_index)

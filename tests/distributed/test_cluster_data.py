@@ -22,9 +22,9 @@ import pytest
 import tensorflow as _tf
 
 import clusterlib
-from variable_mgr.benchmark import datasets
-from variable_mgr.benchmark import flag_checks
-from variable_mgr.benchmark import models
+from variable_mgr.benchmark.data import datasets
+from variable_mgr.benchmark.flags import input_checks
+from variable_mgr.benchmark.models import catalog
 
 tf = _tf.compat.v1
 
@@ -33,13 +33,13 @@ WORKERS = 2
 TOWERS = clusterlib.TOWERS
 BATCH = clusterlib.BATCH
 ACCURACY_IN_CLUSTERS = (
-    'print_training_accuracy' not in flag_checks.CLUSTER_UNSUPPORTED)
+    'print_training_accuracy' not in input_checks.CLUSTER_UNSUPPORTED)
 
 
 def worker_batches(worker, steps):
   """[step][tower] (images [B, 784] float64, labels [B]) of `worker`'s
   pipeline, as `harness.build_towers` makes it in a cluster worker."""
-  model = models.get_model(clusterlib.MODEL)
+  model = catalog.get_model(clusterlib.MODEL)
   graph = tf.Graph()
   with graph.as_default():
     tf.set_random_seed(clusterlib.SEED)

@@ -5,11 +5,11 @@ and of its sessions, PS tasks and workers alike."""
 import pytest
 import tensorflow as _tf
 
-from variable_mgr.benchmark import flags as flags_lib
 from variable_mgr.benchmark.cluster import ps_task
 from variable_mgr.benchmark.cluster import servers
 from variable_mgr.benchmark.cluster import task_spec
 from variable_mgr.benchmark.cluster import worker_task
+from variable_mgr.benchmark.flags import command_line as flags_lib
 
 tf = _tf.compat.v1
 
@@ -64,7 +64,7 @@ def test_every_task_starts_its_server_with_the_thread_flags(monkeypatch,
     if job == 'ps':
       ps_task.run_ps(spec, args, log=lambda line: None)
     else:
-      from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
+      from variable_mgr.benchmark.training import run_config  # pylint: disable=g-import-not-at-top
       worker_task.run_worker(spec, run_config.from_args(args), args,
                              log=lambda line: None)
   assert len(configs) == 1

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from variable_mgr.benchmark import flags as cli_flags
 from variable_mgr.benchmark.cluster import trace
+from variable_mgr.benchmark.flags import command_line as cli_flags
 
 import clusterlib
 

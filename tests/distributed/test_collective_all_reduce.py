@@ -19,12 +19,12 @@ import clusterlib
 import variable_mgr
 from variable_mgr import errors
 from variable_mgr.benchmark import cli
-from variable_mgr.benchmark import flags as cli_flags
-from variable_mgr.benchmark import run_config
-from variable_mgr.benchmark.cluster import launcher
 from variable_mgr.benchmark.cluster import servers
 from variable_mgr.benchmark.cluster import task_spec
 from variable_mgr.benchmark.cluster import worker_task
+from variable_mgr.benchmark.flags import command_line as cli_flags
+from variable_mgr.benchmark.runs import in_process
+from variable_mgr.benchmark.training import run_config
 from variable_mgr.strategies import collective_all_reduce
 
 tf = _tf.compat.v1
@@ -51,8 +51,8 @@ def mean_reference(values, num_workers, towers, steps):
 
 def _run_workers(tmp_path, towers):
   """Runs WORKERS collective_worker.py processes; returns their arrays."""
-  cluster = {'worker': ['%s:%d' % (launcher.LOOPBACK, p)
-                        for p in launcher.free_ports(WORKERS)]}
+  cluster = {'worker': ['%s:%d' % (in_process.LOOPBACK, p)
+                        for p in in_process.free_ports(WORKERS)]}
   environ = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
   environ.pop('TF_CONFIG', None)
   outputs = [str(tmp_path / ('worker%d.npz' % k)) for k in range(WORKERS)]
@@ -243,9 +243,9 @@ def test_sum_reduction_has_no_scaling(towers):
 def test_one_worker_of_one_tower_needs_no_collective():
   """A group of one: the gradient is applied as is and the post-init ops
   are empty (TensorFlow refuses a collective group of one)."""
-  port, = launcher.free_ports(1)
+  port, = in_process.free_ports(1)
   cluster = tf.train.ClusterSpec(
-      {'worker': ['%s:%d' % (launcher.LOOPBACK, port)]})
+      {'worker': ['%s:%d' % (in_process.LOOPBACK, port)]})
   host = _Host(cluster=cluster, task_index=0, num_workers=1,
                raw_devices=['/job:worker/replica:0/task:0/cpu:0'])
   host.devices = list(host.raw_devices)

@@ -21,7 +21,7 @@ import pytest
 
 import clusterlib
 import hierarchy_worker
-from variable_mgr.benchmark.cluster import launcher
+from variable_mgr.benchmark.runs import in_process
 
 WORKERS = 2
 TOWERS = 2
@@ -37,8 +37,8 @@ TOLERANCE = {'float32': dict(rtol=1e-5, atol=1e-6),
 
 def run_workers(tmp_path, case, towers=TOWERS):
   """Runs WORKERS hierarchy_worker.py processes; returns their arrays."""
-  cluster = {'worker': ['%s:%d' % (launcher.LOOPBACK, p)
-                        for p in launcher.free_ports(WORKERS)]}
+  cluster = {'worker': ['%s:%d' % (in_process.LOOPBACK, p)
+                        for p in in_process.free_ports(WORKERS)]}
   environ = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
   environ.pop('TF_CONFIG', None)
   outputs = [str(tmp_path / ('worker%d.npz' % k)) for k in range(WORKERS)]

@@ -15,7 +15,7 @@ import pytest
 
 import clusterlib
 from variable_mgr.benchmark import distributed
-from variable_mgr.benchmark import flags as cli_flags
+from variable_mgr.benchmark.flags import command_line as cli_flags
 
 WORKERS = 2
 OP_TIMEOUT = 20

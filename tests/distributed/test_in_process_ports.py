@@ -6,8 +6,7 @@ import socket
 import pytest
 import tensorflow as tf
 
-from variable_mgr.benchmark.cluster import in_process
-from variable_mgr.benchmark.cluster import launcher
+from variable_mgr.benchmark.runs import in_process
 
 tf1 = tf.compat.v1
 
@@ -31,14 +30,14 @@ def _picks(monkeypatch, first):
   """Makes the first pick of free ports return `first`; returns the list
   of every pick made."""
   picks = []
-  real = launcher.free_ports
+  real = in_process.free_ports
 
   def free_ports(count):
     ports = first if not picks else real(count)
     picks.append(list(ports))
     return ports
 
-  monkeypatch.setattr(launcher, 'free_ports', free_ports)
+  monkeypatch.setattr(in_process, 'free_ports', free_ports)
   return picks
 
 
@@ -57,6 +56,6 @@ def test_a_taken_port_starts_the_cluster_again_on_new_ports(
 
 def test_a_port_taken_every_time_is_tensorflows_error(monkeypatch,
                                                       taken_port):
-  monkeypatch.setattr(launcher, 'free_ports', lambda count: [taken_port])
+  monkeypatch.setattr(in_process, 'free_ports', lambda count: [taken_port])
   with pytest.raises(tf.errors.UnknownError, match=in_process.PORT_TAKEN):
     in_process.start_servers([('worker', 1)], _config)

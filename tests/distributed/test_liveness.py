@@ -20,8 +20,8 @@ from concurrent import futures
 import grpc
 import pytest
 
-from variable_mgr.benchmark import exit_status
 from variable_mgr.benchmark.cluster import deadline
+from variable_mgr.benchmark.runs import exit_status
 
 from variable_mgr.benchmark.cluster import liveness
 from variable_mgr.benchmark.cluster import task_spec

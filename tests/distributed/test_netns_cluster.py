@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 import clusterlib
-from variable_mgr.benchmark import flag_types
-from variable_mgr.benchmark import flags
 from variable_mgr.benchmark.cluster import launcher
 from variable_mgr.benchmark.cluster import netns
+from variable_mgr.benchmark.flags import command_line
+from variable_mgr.benchmark.flags import value_types
 
 STEPS = 3
 RATE = '200mbit'
@@ -65,7 +65,7 @@ def test_launcher_without_root_refuses_before_starting(monkeypatch, capsys):
   argv = ['--launch_local_cluster', '--network_rate', RATE, '--model',
           'trivial', '--variable_update', 'parameter_server']
   out = io.StringIO()
-  status = launcher.main(flags.parse_task_args(argv), argv, out)
+  status = launcher.main(command_line.parse_task_args(argv), argv, out)
   assert status == 2
   assert made == [] and out.getvalue() == ''
   assert capsys.readouterr().err == (
@@ -91,7 +91,7 @@ def test_a_rate_is_written_in_tcs_units_without_rounding(rate, text):
   decimal units that divides it, so that it is the rate asked for."""
   assert netns.rate_text(rate) == text
   if rate >= 1000:  # --network_rate's own reading gives the rate back.
-    assert flag_types.link_rate(text) == rate
+    assert value_types.link_rate(text) == rate
 
 
 # -- The network itself -------------------------------------------------------

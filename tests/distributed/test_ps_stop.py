@@ -9,17 +9,17 @@ import time
 
 import tensorflow as _tf
 
-from variable_mgr.benchmark import flags as flags_lib
-from variable_mgr.benchmark.cluster import launcher
 from variable_mgr.benchmark.cluster import ps_task
 from variable_mgr.benchmark.cluster import task_spec
 from variable_mgr.benchmark.cluster import worker_graph
+from variable_mgr.benchmark.flags import command_line as flags_lib
+from variable_mgr.benchmark.runs import in_process
 
 tf = _tf.compat.v1
 
 
 def test_the_ps_serves_until_the_finished_worker_has_exited():
-  ps_port, worker_port = launcher.free_ports(2)
+  ps_port, worker_port = in_process.free_ports(2)
   # The worker's process, alive: its port accepts connections.
   worker = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
   worker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

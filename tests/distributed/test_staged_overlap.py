@@ -27,9 +27,9 @@ import tensorflow as _tf
 
 import graph_walk
 import variable_mgr
-from variable_mgr.benchmark import run_config
 from variable_mgr.benchmark.cluster import task_spec
 from variable_mgr.benchmark.cluster import worker_graph
+from variable_mgr.benchmark.training import run_config
 
 tf = _tf.compat.v1
 

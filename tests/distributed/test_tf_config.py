@@ -7,10 +7,11 @@ import pytest
 
 from variable_mgr import errors
 from variable_mgr.benchmark import distributed
-from variable_mgr.benchmark import flags as cli_flags
 from variable_mgr.benchmark.cluster import launcher
 from variable_mgr.benchmark.cluster import task_spec
 from variable_mgr.benchmark.cluster import worker_task
+from variable_mgr.benchmark.flags import command_line as cli_flags
+from variable_mgr.benchmark.runs import in_process
 
 PS = ['127.0.0.1:2222']
 WORKERS = ['127.0.0.1:2223', '127.0.0.1:2224']
@@ -141,7 +142,7 @@ def test_launcher_refuses_task_flags(capsys):
 
 
 def test_free_ports_are_distinct_loopback_ports():
-  ports = launcher.free_ports(5)
+  ports = in_process.free_ports(5)
   assert len(set(ports)) == 5
 
 

@@ -66,7 +66,7 @@ MUTATIONS = [
     # task then starts serving. The test of every task's refusal was
     # written for this entry.
     dict(name='cluster-dangling-checkpoint-read-as-none',
-         path='variable_mgr/benchmark/batch_target.py',
+         path='variable_mgr/benchmark/training/batch_target.py',
          old='  prefix = checkpoint.latest_checkpoint(train_dir) if train_dir '
              'else None\n',
          new='  prefix = tf.train.latest_checkpoint(train_dir) if train_dir '
@@ -184,10 +184,10 @@ MUTATIONS = [
          tests=['tests/distributed/test_cluster_refusals.py::test_a_ps_task_'
                 'refuses_what_its_workers_manager_would']),
     dict(name='in-process-ps-server-gets-a-gpu',
-         path='variable_mgr/benchmark/cluster/in_process.py',
+         path='variable_mgr/benchmark/runs/in_process.py',
          old="      ps_config = tf.ConfigProto(device_count={'CPU': 1, 'GPU': 0})\n",
          new="      ps_config = tf.ConfigProto(device_count={'CPU': 1})\n",
-         tests=['tests/benchmark/test_cli.py::test_the_in_process_cluster_of_'
+         tests=['tests/benchmark/runs/test_cli.py::test_the_in_process_cluster_of_'
                 'cpu_towers_has_no_gpu_device']),
     # -- distributed_all_reduce's tasks (controller_task) ----------------------
     # The worker index checked against the workers and the controller: a
@@ -199,7 +199,7 @@ MUTATIONS = [
          tests=['tests/distributed/test_controller_cluster.py::test_refused']),
     # An in-process cluster whose port was taken is not started again.
     dict(name='in-process-cluster-not-retried',
-         path='variable_mgr/benchmark/cluster/in_process.py',
+         path='variable_mgr/benchmark/runs/in_process.py',
          old='START_ATTEMPTS = 3\n',
          new='START_ATTEMPTS = 1\n',
          tests=['tests/distributed/test_in_process_ports.py::test_a_taken_'

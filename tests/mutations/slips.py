@@ -106,32 +106,32 @@ MUTATIONS = [
          tests=['tests/test_checkpoint.py::test_a_corrupt_checkpoint_is_an_error_naming_it']),
     # evaluation: the manager's post-init ops not run after the restore.
     dict(name='eval-post-init-not-run',
-         path='variable_mgr/benchmark/evaluation.py',
+         path='variable_mgr/benchmark/training/evaluation.py',
          old='    if self._post_init is not None:\n'
              '      sess.run(self._post_init)\n',
          new='',
-         tests=['tests/benchmark/test_eval.py::test_eval_of_a_known_checkpoint_is_numpys']),
+         tests=['tests/benchmark/training/test_eval.py::test_eval_of_a_known_checkpoint_is_numpys']),
     # imagenet: the evaluation crop's offsets swapped (left, top).
     dict(name='imagenet-eval-crop-offsets-swapped',
-         path='variable_mgr/benchmark/imagenet_records.py',
+         path='variable_mgr/benchmark/data/imagenet_records.py',
          old='tf.stack([top, left, 0])',
          new='tf.stack([left, top, 0])',
-         tests=['tests/benchmark/test_datasets.py::test_imagenet_validation_is_the_central_crop']),
+         tests=['tests/benchmark/data/test_datasets.py::test_imagenet_validation_is_the_central_crop']),
     # optimizers: --rmsprop_decay and --rmsprop_momentum swapped.
     dict(name='rmsprop-decay-and-momentum-swapped',
-         path='variable_mgr/benchmark/optimizers.py',
+         path='variable_mgr/benchmark/training/optimizers.py',
          old='    return tf.train.RMSPropOptimizer(rate, config.rmsprop_decay,\n'
              '                                     momentum=config.rmsprop_momentum,\n',
          new='    return tf.train.RMSPropOptimizer(rate, config.rmsprop_momentum,\n'
              '                                     momentum=config.rmsprop_decay,\n',
-         tests=['tests/benchmark/test_optimizers.py::test_optimizer_matches_numpy']),
+         tests=['tests/benchmark/training/test_optimizers.py::test_optimizer_matches_numpy']),
     # local_run: summaries of a restored run numbered from 0, not from the
     # restored global step.
     dict(name='summaries-numbered-from-zero-after-restore',
-         path='variable_mgr/benchmark/local_run.py',
+         path='variable_mgr/benchmark/runs/local_run.py',
          old="          writer.add_summary(out['summary'], first_global_step + steps_run)\n",
          new="          writer.add_summary(out['summary'], steps_run)\n",
-         tests=['tests/benchmark/test_summary_steps.py::test_a_restored_run_numbers_its_summaries_by_the_global_step']),
+         tests=['tests/benchmark/training/test_summary_steps.py::test_a_restored_run_numbers_its_summaries_by_the_global_step']),
     # placement: a slice of exactly min_bytes refused (the count that
     # gives it is passed over for fewer slices).
     dict(name='placement-slice-of-exactly-min-bytes-refused',
@@ -155,10 +155,10 @@ MUTATIONS = [
          tests=['tests/test_mixed_precision.py::test_towers_compute_in_float16_on_float32_variables']),
     # optimizers: --minimum_learning_rate taken as a maximum.
     dict(name='lr-minimum-rate-as-a-maximum',
-         path='variable_mgr/benchmark/optimizers.py',
+         path='variable_mgr/benchmark/training/optimizers.py',
          old='          rate = tf.maximum(rate, config.minimum_learning_rate)\n',
          new='          rate = tf.minimum(rate, config.minimum_learning_rate)\n',
-         tests=['tests/benchmark/test_optimizers.py::test_exponential_decay_is_staircase_and_bounded']),
+         tests=['tests/benchmark/training/test_optimizers.py::test_exponential_decay_is_staircase_and_bounded']),
     # allreduce spec: a two-stage range's outer stage always on the first
     # device of each worker, not on device i mod local_count for tensor i.
     dict(name='allreduce-two-stage-outer-always-on-the-first-device',
@@ -175,10 +175,10 @@ MUTATIONS = [
          tests=['tests/allreduce/test_allreduce_packing.py::test_repack_packs_per_dtype']),
     # flags: --max_ckpts_to_keep without --train_dir accepted (and ignored).
     dict(name='flags-max-ckpts-without-train-dir-accepted',
-         path='variable_mgr/benchmark/flag_checks.py',
+         path='variable_mgr/benchmark/flags/input_checks.py',
          old="    ('max_ckpts_to_keep', 'train_dir'),\n",
          new='',
-         tests=['tests/benchmark/test_eval.py::test_modifier_without_its_flag_is_refused']),
+         tests=['tests/benchmark/training/test_eval.py::test_modifier_without_its_flag_is_refused']),
     # cluster worker: a time-based save waits one step more when the step
     # starts exactly --save_model_secs after the last save.
     dict(name='cluster-save-secs-boundary-exclusive',
@@ -195,19 +195,19 @@ MUTATIONS = [
          tests=['tests/test_staged_pulls.py::test_one_snapshot_a_variable_fills_every_towers_area']),
     # batch_target: a restored asynchronous worker's steps rounded up.
     dict(name='batch-target-async-steps-rounded-up',
-         path='variable_mgr/benchmark/batch_target.py',
+         path='variable_mgr/benchmark/training/batch_target.py',
          old='  steps = global_step // updates_a_step\n',
          new='  steps = -(-global_step // updates_a_step)\n',
-         tests=['tests/benchmark/test_upstream_semantics.py::test_batches_left_are_tf_cnn_benchmarks_end_local_step']),
+         tests=['tests/benchmark/training/test_upstream_semantics.py::test_batches_left_are_tf_cnn_benchmarks_end_local_step']),
     # lr_schedule: the warmup's steps from a whole number of steps an epoch.
     dict(name='lr-warmup-steps-from-whole-epochs',
-         path='variable_mgr/benchmark/lr_schedule.py',
+         path='variable_mgr/benchmark/flags/lr_schedule.py',
          old='    warmup_steps = int(batches_per_epoch *\n'
              '                       config.num_learning_rate_warmup_epochs)\n',
          new='    warmup_steps = int(int(batches_per_epoch) *\n'
              '                       config.num_learning_rate_warmup_epochs)\n',
-         tests=['tests/benchmark/test_warmup_steps.py::test_warmup_steps_are_the_unrounded_epoch_times_its_epochs',
-                'tests/benchmark/test_warmup_steps.py::test_two_epochs_of_digits_warm_up_for_93_steps']),
+         tests=['tests/benchmark/training/test_warmup_steps.py::test_warmup_steps_are_the_unrounded_epoch_times_its_epochs',
+                'tests/benchmark/training/test_warmup_steps.py::test_two_epochs_of_digits_warm_up_for_93_steps']),
     # staging: a partitioned variable's staged slices concatenated in
     # reverse order.
     dict(name='staged-slices-concatenated-in-reverse',
@@ -224,16 +224,16 @@ MUTATIONS = [
          tests=['tests/test_partitioning.py::test_partitioned_steps_equal_whole_steps_and_numpy']),
     # benchmark harness: every tower trains on the same synthetic batch.
     dict(name='synthetic-towers-share-one-batch',
-         path='variable_mgr/benchmark/harness.py',
+         path='variable_mgr/benchmark/training/harness.py',
          old='                                            config.seed, first_input + d)\n',
          new='                                            config.seed, first_input)\n',
-         tests=['tests/benchmark/test_optimizers.py::test_optimizer_matches_numpy']),
+         tests=['tests/benchmark/training/test_optimizers.py::test_optimizer_matches_numpy']),
     # imagenet: the boxes read as (xmin, ymin, xmax, ymax).
     dict(name='imagenet-boxes-x-and-y-swapped',
-         path='variable_mgr/benchmark/imagenet_records.py',
+         path='variable_mgr/benchmark/data/imagenet_records.py',
          old="                 for k in ('ymin', 'xmin', 'ymax', 'xmax')]\n",
          new="                 for k in ('xmin', 'ymin', 'xmax', 'ymax')]\n",
-         tests=['tests/benchmark/test_datasets.py::test_imagenet_training_crops_cover_the_boxes']),
+         tests=['tests/benchmark/data/test_datasets.py::test_imagenet_training_crops_cover_the_boxes']),
     # training_options: inc_loss_scale_every_n=0 accepted.
     dict(name='training-options-every-n-zero-accepted',
          path='variable_mgr/training_options.py',

@@ -69,7 +69,7 @@ MUTATIONS = [
          old='  if cls is None and distributed:\n',
          new='  if cls is None and not distributed:\n',
          tests=['tests/test_distributed_all_reduce.py::test_a_local_host',
-                'tests/benchmark/test_rough_edges.py::test_a_cluster_strategy_'
+                'tests/benchmark/runs/test_rough_edges.py::test_a_cluster_strategy_'
                 'on_one_machine_is_refused']),
     dict(name='registry-staged-vars-owned-by-replicated',
          path='variable_mgr/registry.py',

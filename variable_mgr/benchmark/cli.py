@@ -6,7 +6,7 @@ no flags it trains the trivial model on synthetic data on one tower with
 none, the CPU, and prints tf_cnn_benchmarks' progress lines and a final
 `total images/sec`.
 
-The command parses its flags (`flags`) and hands them to the runner of
+The command parses its flags (`flags.command_line`) and hands them to the runner of
 what they ask for: a cluster on this machine (`cluster.launcher`), one task
 of a cluster (`cluster.task`), the `--compare` sweep (`compare`) or one
 local run (`local_run`). Runners are imported once the flags are good, so a
@@ -22,9 +22,9 @@ import os
 import sys
 
 from variable_mgr import cuda_probe
-from variable_mgr.benchmark import exit_status
-from variable_mgr.benchmark import flags
 from variable_mgr.benchmark.cluster import task_spec
+from variable_mgr.benchmark.flags import command_line
+from variable_mgr.benchmark.runs import exit_status
 
 
 def set_tensorflow_environment():
@@ -42,8 +42,8 @@ def main(argv=None):
   set_tensorflow_environment()
   argv = list(sys.argv[1:] if argv is None else argv)
   try:
-    args = flags.parse_args(argv)
-  except flags.UsageError as e:
+    args = command_line.parse_args(argv)
+  except command_line.UsageError as e:
     return exit_status.fail(e, exit_status.USAGE)
   if args.launch_local_cluster:
     # Asked here, before the launcher starts a task that would refuse.
@@ -66,7 +66,7 @@ def main(argv=None):
 
 def _check_devices(args):
   """Refuses --device=gpu without the GPUs it needs; returns 0."""
-  from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import run_config  # pylint: disable=g-import-not-at-top
   towers = max(args.compare_towers) if args.compare else args.num_gpus
   run_config.check_devices(args.device, towers)
   return exit_status.OK
@@ -75,7 +75,7 @@ def _check_devices(args):
 def check_launch(args):
   """Refuses what every task of the cluster would refuse (the GPUs of
   --device=gpu, a configuration the manager refuses); returns 0."""
-  from variable_mgr.benchmark import run_config  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import run_config  # pylint: disable=g-import-not-at-top
   _check_devices(args)
   # Placeholder addresses: only the task counts matter to the manager.
   run_config.check_cluster_config(args, {
@@ -89,8 +89,8 @@ def _run_locally(args):
   """The sweep or one run, in this process."""
   _check_devices(args)
   if args.compare:
-    from variable_mgr.benchmark import compare  # pylint: disable=g-import-not-at-top
+    from variable_mgr.benchmark.runs import compare  # pylint: disable=g-import-not-at-top
     compare.run_compare(args)
     return exit_status.OK
-  from variable_mgr.benchmark import local_run  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.runs import local_run  # pylint: disable=g-import-not-at-top
   return local_run.run(args)

@@ -1,7 +1,7 @@
 """`python -m variable_mgr.benchmark.distributed`: one cluster task, or the
 launcher of a local cluster.
 
-The benchmark command with the cluster flags (see `flags.parse_task_args`:
+The benchmark command with the cluster flags (see `command_line.parse_task_args`:
 100 timed and 10 warm-up batches by default, as for one machine).
 `--launch_local_cluster` starts every task
 of its cluster as this command; see `variable_mgr.benchmark.cluster`.
@@ -10,8 +10,8 @@ of its cluster as this command; see `variable_mgr.benchmark.cluster`.
 import sys
 
 from variable_mgr.benchmark import cli
-from variable_mgr.benchmark import exit_status
-from variable_mgr.benchmark import flags
+from variable_mgr.benchmark.flags import command_line
+from variable_mgr.benchmark.runs import exit_status
 
 
 def main(argv=None):
@@ -19,8 +19,8 @@ def main(argv=None):
   cli.set_tensorflow_environment()
   argv = list(sys.argv[1:] if argv is None else argv)
   try:
-    args = flags.parse_task_args(argv)
-  except flags.UsageError as e:
+    args = command_line.parse_task_args(argv)
+  except command_line.UsageError as e:
     return exit_status.fail(e, exit_status.USAGE)
   if args.launch_local_cluster:
     # Before the launcher starts a task that would refuse.

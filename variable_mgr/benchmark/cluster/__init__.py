@@ -16,7 +16,9 @@ Modules, in the order a task uses them:
 - `servers`: a task's gRPC server and session configs;
 - `deadline`: session calls with a deadline and a watchdog;
 - `liveness`: TCP probes that tell dead tasks from live ones;
-- `launcher`: `--launch_local_cluster`, every task a process on 127.0.0.1;
-- `in_process`: a one-machine cluster inside one process, for a local run
-  of `distributed_replicated`.
+- `launcher`: `--launch_local_cluster`, every task a process on 127.0.0.1.
+
+May import every other room of the benchmark (a controller runs
+`runs.local_run`'s steps); only the entry points (`cli`, `distributed`)
+import it.
 """

@@ -28,15 +28,15 @@ import threading
 import time
 
 import variable_mgr
-from variable_mgr.benchmark import exit_status
-from variable_mgr.benchmark import local_run
-from variable_mgr.benchmark import output
-from variable_mgr.benchmark import run_config
-from variable_mgr.benchmark import train_dir_lock
 from variable_mgr.benchmark.cluster import launcher
 from variable_mgr.benchmark.cluster import liveness
 from variable_mgr.benchmark.cluster import servers
 from variable_mgr.benchmark.cluster import task_spec
+from variable_mgr.benchmark.reports import output
+from variable_mgr.benchmark.runs import exit_status
+from variable_mgr.benchmark.runs import local_run
+from variable_mgr.benchmark.runs import train_dir_lock
+from variable_mgr.benchmark.training import run_config
 from variable_mgr.compat import tf
 from variable_mgr.strategies import collective_all_reduce
 

@@ -19,8 +19,8 @@ import collections
 import threading
 import time
 
-from variable_mgr.benchmark import exit_status
 from variable_mgr.benchmark.cluster import liveness
+from variable_mgr.benchmark.runs import exit_status
 
 # How long a session call may outlive its deadline before the watchdog ends
 # the process.

@@ -33,20 +33,20 @@ launcher says so and starts nothing.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-from variable_mgr.benchmark import exit_status
-from variable_mgr.benchmark import output
-from variable_mgr.benchmark import train_dir_lock
 from variable_mgr.benchmark.cluster import netns
 from variable_mgr.benchmark.cluster import task_spec
+from variable_mgr.benchmark.reports import output
+from variable_mgr.benchmark.runs import exit_status
+from variable_mgr.benchmark.runs import in_process
+from variable_mgr.benchmark.runs import train_dir_lock
 
-LOOPBACK = '127.0.0.1'
+LOOPBACK = in_process.LOOPBACK
 # The launcher passes the read end of a pipe: end of file means the
 # launcher is gone, and the task exits instead of living on as an orphan.
 LAUNCHER_FD_ENV = 'VARIABLE_MGR_LAUNCHER_FD'
@@ -54,20 +54,6 @@ LAUNCHER_FD_ENV = 'VARIABLE_MGR_LAUNCHER_FD'
 TERMINATE_GRACE_SECS = 5.0
 # Margin over --op_timeout_secs for the survivors of a failure to exit.
 FAILURE_MARGIN_SECS = 10.0
-
-
-def free_ports(count):
-  """`count` distinct free TCP ports of 127.0.0.1."""
-  sockets = []
-  try:
-    for _ in range(count):
-      sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-      sock.bind((LOOPBACK, 0))
-      sockets.append(sock)
-    return [s.getsockname()[1] for s in sockets]
-  finally:
-    for sock in sockets:
-      sock.close()
 
 
 class Task(object):
@@ -138,7 +124,8 @@ class LocalCluster(object):
             len(network.hosts), tasks))
       addresses = ['%s:%d' % (h.address, netns.PORT) for h in network.hosts]
     else:
-      addresses = ['%s:%d' % (LOOPBACK, p) for p in free_ports(tasks)]
+      addresses = ['%s:%d' % (LOOPBACK, p)
+                   for p in in_process.free_ports(tasks)]
     self.ps_hosts = addresses[:num_ps]
     self.worker_hosts = addresses[num_ps:num_ps + num_workers]
     if controller:

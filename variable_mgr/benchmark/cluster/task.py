@@ -11,16 +11,16 @@ is gone (see `launcher.watch_launcher`).
 import os
 
 from variable_mgr import cuda_probe
-from variable_mgr.benchmark import exit_status
-from variable_mgr.benchmark import output
-from variable_mgr.benchmark import run_config
-from variable_mgr.benchmark import train_dir_lock
 from variable_mgr.benchmark.cluster import controller_task
 from variable_mgr.benchmark.cluster import launcher
 from variable_mgr.benchmark.cluster import liveness
 from variable_mgr.benchmark.cluster import ps_task
 from variable_mgr.benchmark.cluster import task_spec
 from variable_mgr.benchmark.cluster import worker_task
+from variable_mgr.benchmark.reports import output
+from variable_mgr.benchmark.runs import exit_status
+from variable_mgr.benchmark.runs import train_dir_lock
+from variable_mgr.benchmark.training import run_config
 
 
 def run(args, environ=None):

@@ -9,9 +9,9 @@ every worker tells every PS task it came up and finished.
 import collections
 
 from variable_mgr import ordering
-from variable_mgr.benchmark import harness
-from variable_mgr.benchmark import models
-from variable_mgr.benchmark import optimizers
+from variable_mgr.benchmark.models import catalog
+from variable_mgr.benchmark.training import harness
+from variable_mgr.benchmark.training import optimizers
 from variable_mgr.compat import tf
 
 PS_DEVICE = '/job:ps/replica:0/task:%d/cpu:0'
@@ -60,7 +60,7 @@ def build_worker_graph(config, host, spec, sync):
   Raises:
     VariableMgrError: the manager refuses the configuration.
   """
-  model = models.get_model(config.model)
+  model = catalog.get_model(config.model)
   num_workers = spec.num_workers
   barriers = sync and num_workers > 1
   graph = tf.Graph()

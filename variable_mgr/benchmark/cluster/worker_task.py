@@ -47,14 +47,14 @@ import time
 import variable_mgr
 from variable_mgr import checkpoint
 from variable_mgr import errors
-from variable_mgr.benchmark import batch_target
-from variable_mgr.benchmark import output
 from variable_mgr.benchmark.cluster import deadline
 from variable_mgr.benchmark.cluster import liveness
 from variable_mgr.benchmark.cluster import servers
 from variable_mgr.benchmark.cluster import task_spec
 from variable_mgr.benchmark.cluster import trace
 from variable_mgr.benchmark.cluster import worker_graph
+from variable_mgr.benchmark.reports import output
+from variable_mgr.benchmark.training import batch_target
 from variable_mgr.compat import tf
 
 SYNC_STRATEGIES = ('parameter_server', 'distributed_replicated',

@@ -1,0 +1,372 @@
+"""The benchmark models: sizes, batch-norm updates against NumPy; the
+models built on tf.compat.v1.layers: their published sizes and outputs;
+each data set's table against tf_cnn_benchmarks' model_config."""
+
+import functools
+
+import numpy as np
+import pytest
+import tensorflow as _tf
+
+from variable_mgr.benchmark.models import catalog
+from variable_mgr.benchmark.models import blocks
+
+tf = _tf.compat.v1
+
+# name -> (trainable variables, parameters, UPDATE_OPS in training)
+EXPECTED = {
+    'trivial': (2, 7850, 0),
+    'lenet': (8, 1663370, 0),
+    'resnet20': (65, 272474, 42),
+    'resnet50': (161, 25557032, 106),
+}
+
+
+def _build(name, is_training=True, batch=2):
+  model = catalog.get_model(name)
+  graph = tf.Graph()
+  with graph.as_default():
+    images = tf.zeros([batch] + list(model.image_shape))
+    labels = tf.zeros([batch], tf.int32)
+    loss = model.build(images, labels, is_training)
+  return graph, loss
+
+
+@pytest.mark.parametrize('name', sorted(EXPECTED))
+def test_model_sizes(name):
+  graph, loss = _build(name)
+  with graph.as_default():
+    trainable = tf.trainable_variables()
+    params = sum(int(np.prod(v.shape.as_list())) for v in trainable)
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+  assert (len(trainable), params, len(updates)) == EXPECTED[name]
+  assert loss.shape.as_list() == []
+
+
+def test_inference_adds_no_updates():
+  graph, _ = _build('resnet20', is_training=False)
+  assert not graph.get_collection(tf.GraphKeys.UPDATE_OPS)
+
+
+def test_unknown_model_lists_names():
+  with pytest.raises(KeyError, match='trivial, lenet, resnet20, resnet50, '
+                     'alexnet, vgg16, inception3, resnet101, resnet152'):
+    catalog.get_model('vgg19')
+
+
+def test_loss_is_cross_entropy_plus_weight_decay():
+  """trivial: loss == mean CE(x W + b) + wd * ||W||^2 / 2, by NumPy."""
+  model = catalog.get_model('trivial')
+  rng = np.random.RandomState(0)
+  x = rng.uniform(-1, 1, [3, 28, 28, 1]).astype(np.float32)
+  y = np.array([1, 4, 9], np.int32)
+  graph = tf.Graph()
+  with graph.as_default():
+    loss = model.build(tf.constant(x), tf.constant(y), weight_decay=0.01)
+    (w, b) = tf.trainable_variables()
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      loss_value, w_value, b_value = sess.run([loss, w, b])
+  logits = x.reshape(3, -1).dot(w_value) + b_value
+  logits -= logits.max(axis=1, keepdims=True)
+  log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+  expected = -log_probs[np.arange(3), y].mean() + 0.01 * 0.5 * np.sum(
+      w_value ** 2)
+  np.testing.assert_allclose(loss_value, expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize('use_resource', [False, True])
+def test_batch_norm_moving_statistics(use_resource):
+  """One update: moving_mean = 0.9 * 0 + 0.1 * batch mean, likewise var."""
+  rng = np.random.RandomState(1)
+  x = rng.normal(2.0, 3.0, [4, 5, 5, 3]).astype(np.float32)
+  graph = tf.Graph()
+  with graph.as_default(), tf.variable_scope('', use_resource=use_resource):
+    layers = blocks.Layers(is_training=True)
+    y = layers.batch_norm(tf.constant(x), relu=False)
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    mean_var, variance_var = [v for v in tf.global_variables()
+                              if 'moving' in v.name]
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      y_value = sess.run(y)
+      sess.run(updates)
+      mean, variance = sess.run([mean_var, variance_var])
+  np.testing.assert_allclose(mean, 0.1 * x.mean(axis=(0, 1, 2)), rtol=1e-4)
+  np.testing.assert_allclose(variance,
+                             0.9 + 0.1 * x.var(axis=(0, 1, 2)), rtol=1e-4)
+  # gamma = 1, beta = 0: the output is the batch-normalised input.
+  expected = (x - x.mean(axis=(0, 1, 2))) / np.sqrt(
+      x.var(axis=(0, 1, 2)) + catalog.BN_EPSILON)
+  np.testing.assert_allclose(y_value, expected, rtol=1e-3, atol=1e-4)
+
+
+# --- models built on tf.compat.v1.layers ------------------------------------
+
+def _alexnet_parameters(classes=1000):
+  convs = [(11, 3, 64), (5, 64, 192), (3, 192, 384), (3, 384, 384),
+           (3, 384, 256)]
+  dense = [(256 * 6 * 6, 4096), (4096, 4096), (4096, classes)]
+  return (sum(k * k * i * o + o for k, i, o in convs) +
+          sum(i * o + o for i, o in dense))
+
+
+# name -> (trainable variables, parameters, UPDATE_OPS in training): the
+# published sizes with 1,000 classes (VGG-16 138,357,544; Keras'
+# InceptionV3 23,817,352 trainable; torchvision's ResNet-101 44,549,160 and
+# ResNet-152 60,192,808), AlexNet as tf_cnn_benchmarks builds it.
+LAYERS_EXPECTED = {
+    'alexnet': (16, _alexnet_parameters(), 0),
+    'vgg16': (32, 138357544, 0),
+    'inception3': (190, 23817352, 188),
+    'resnet101': (314, 44549160, 208),
+}
+
+
+@functools.lru_cache(maxsize=None)  # Graphs are only read: build once.
+def _build_logits(name, is_training=True, batch=2):
+  model = catalog.get_model(name)
+  graph = tf.Graph()
+  with graph.as_default():
+    images = tf.placeholder(tf.float32, [batch] + list(model.image_shape))
+    layers = blocks.Layers(is_training)
+    logits = model.build_fn(layers, images, model.num_classes)
+  return graph, logits, layers
+
+
+def _sizes(variables):
+  return sum(int(np.prod(v.shape.as_list())) for v in variables)
+
+
+@pytest.mark.filterwarnings('ignore:`tf.layers.')
+@pytest.mark.parametrize('name', sorted(LAYERS_EXPECTED))
+def test_layers_model_sizes_and_logits(name):
+  graph, logits, layers = _build_logits(name)
+  with graph.as_default():
+    trainable = tf.trainable_variables()
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+  assert (len(trainable), _sizes(trainable), len(updates)) == (
+      LAYERS_EXPECTED[name])
+  assert logits.shape.as_list() == [2, 1000]
+  # Weight decay: every convolution and dense kernel, nothing else.
+  kernels = [v for v in trainable if v.op.name.endswith('kernel')]
+  assert set(w.op.name for w in layers.weights) == set(
+      v.op.name for v in kernels)
+
+
+@pytest.mark.filterwarnings('ignore:`tf.layers.')
+def test_resnet152_is_resnet101_with_more_blocks():
+  """resnet152 (not built here: 467 variables cost a graph ~15 s) is the
+  builder of resnet101 with (3, 8, 36, 3) blocks instead of (3, 4, 23, 3):
+  4 more identity blocks of stage 2 and 13 of stage 3."""
+  graph, _, _ = _build_logits('resnet101')
+  with graph.as_default():
+    trainable = tf.trainable_variables()
+
+  def block(stage):
+    prefix = 'stage%d_block2/' % stage
+    chosen = [v for v in trainable if v.op.name.startswith(prefix)]
+    return len(chosen), _sizes(chosen)
+
+  (v2, p2), (v3, p3) = block(2), block(3)
+  assert (len(trainable) + 4 * v2 + 13 * v3,
+          _sizes(trainable) + 4 * p2 + 13 * p3) == (467, 60192808)
+  resnet152 = catalog.get_model('resnet152')
+  assert resnet152.build_fn.__code__ is (
+      catalog.get_model('resnet101').build_fn.__code__)
+  stage_blocks = [c.cell_contents for c in resnet152.build_fn.__closure__]
+  assert stage_blocks == [(3, 8, 36, 3)]
+
+
+@pytest.mark.filterwarnings('ignore:`tf.layers.')
+def test_layers_model_inference_adds_no_updates_and_no_dropout():
+  graph, logits, _ = _build_logits('alexnet', is_training=False, batch=1)
+  assert not graph.get_collection(tf.GraphKeys.UPDATE_OPS)
+  # Initializers draw random numbers too; dropout's draw is its own.
+  assert not [op for op in graph.get_operations()
+              if 'dropout' in op.name and op.type == 'RandomUniform']
+  assert logits.shape.as_list() == [1, 1000]
+
+
+def test_layers_unavailable_is_a_named_error(monkeypatch):
+  """Without Keras 2 (TensorFlow 2.16+ without tf_keras or
+  TF_USE_LEGACY_KERAS=1), tf.compat.v1.layers raises AttributeError on
+  use; a model built on it says what is missing and how to get it."""
+
+  class WithoutLayers(object):
+
+    def __getattr__(self, name):
+      if name == 'layers':
+        raise AttributeError('`layers` is not available with Keras 3.')
+      return getattr(tf, name)
+
+  monkeypatch.setattr(blocks, 'tf', WithoutLayers())
+  monkeypatch.setenv('TF_USE_LEGACY_KERAS', '0')
+  with pytest.raises(catalog.LayersUnavailableError,
+                     match=r'TF_USE_LEGACY_KERAS=0 .*tf_keras.*set '
+                     r'TF_USE_LEGACY_KERAS=1 before TensorFlow is imported'):
+    blocks.StandardLayers(blocks.Layers(True))
+
+
+@pytest.mark.filterwarnings('ignore:`tf.layers.')
+@pytest.mark.parametrize('strategy', ['parameter_server', 'replicated'])
+def test_layers_default_names_are_the_same_in_every_tower(strategy):
+  """conv_bn names its scopes conv_bn, conv_bn_1, ... (as inception3 does):
+  parameter_server towers share one set, replicated towers each have a copy
+  of it under the same names."""
+  import variable_mgr  # pylint: disable=g-import-not-at-top
+
+  def build_fn(layers, images, num_classes):
+    nets = blocks.StandardLayers(layers)
+    x = nets.conv_bn(nets.conv_bn(images, 4, 3), 4, (1, 3))
+    return nets.fc(x, num_classes, 'logits', relu=False)
+
+  model = catalog.Model('tiny_layers', (6, 6, 3), 5, 0.1, 1e-4, 2, build_fn)
+  host = variable_mgr.LocalBenchmarkCnn(2)
+  graph = tf.Graph()
+  with graph.as_default():
+    mgr = variable_mgr.create(strategy, host)
+    host.devices = mgr.get_devices()
+    names = []
+    for d in range(2):
+      with mgr.create_outer_variable_scope(d), tf.name_scope('tower_%d' % d), \
+           tf.device(host.devices[d]):
+        model.build(tf.zeros([2, 6, 6, 3]), tf.zeros([2], tf.int32))
+        names.append([v.op.name.split('/', 1)[1]
+                      for v in mgr.trainable_variables_on_device(d)])
+    copies = 1 if strategy == 'parameter_server' else 2
+    assert len(tf.global_variables()) == 12 * copies
+  assert names[0] == names[1] == [
+      'conv_bn/conv/kernel', 'conv_bn/bn/gamma', 'conv_bn/bn/beta',
+      'conv_bn_1/conv/kernel', 'conv_bn_1/bn/gamma', 'conv_bn_1/bn/beta',
+      'logits/kernel', 'logits/bias']
+
+
+# --- each data set's models, as tf_cnn_benchmarks' model_config ----------
+
+# (data set, model) -> (image, classes): upstream's image_size (a square of
+# 3 channels, CNNModel's depth) and nclass (1001 for imagenet, whose class
+# 0 is the background; 10 for cifar10).
+UPSTREAM_SHAPES = {
+    ('imagenet', 'trivial'): ((227, 227, 3), 1001),  # 224 + 3
+    ('imagenet', 'lenet'): ((28, 28, 3), 1001),
+    ('imagenet', 'resnet50'): ((224, 224, 3), 1001),
+    ('imagenet', 'alexnet'): ((227, 227, 3), 1001),  # 224 + 3
+    ('imagenet', 'vgg16'): ((224, 224, 3), 1001),
+    ('imagenet', 'inception3'): ((299, 299, 3), 1001),
+    ('imagenet', 'resnet101'): ((224, 224, 3), 1001),
+    ('imagenet', 'resnet152'): ((224, 224, 3), 1001),
+    ('cifar10', 'trivial'): ((32, 32, 3), 10),
+    ('cifar10', 'resnet20'): ((32, 32, 3), 10),
+    ('cifar10', 'alexnet'): ((32, 32, 3), 10),
+}
+
+
+# tf_cnn_benchmarks' (default batch size, base learning rate) where the
+# benchmark's own table differs: models/trivial_model.py, lenet_model.py,
+# resnet_model.py (ResnetModel's batch sizes; ResnetCifar10Model: 128 at
+# 0.1), alexnet_model.py (AlexnetCifar10Model: 128 at 0.1).
+UPSTREAM_BATCH_AND_RATE = {
+    ('imagenet', 'trivial'): (32, 0.005),
+    ('imagenet', 'lenet'): (32, 0.005),
+    ('imagenet', 'resnet50'): (64, catalog.MODELS['resnet50'].learning_rate),
+    ('imagenet', 'resnet101'): (32, catalog.MODELS['resnet101'].learning_rate),
+    ('imagenet', 'resnet152'): (32, catalog.MODELS['resnet152'].learning_rate),
+    ('cifar10', 'trivial'): (32, 0.005),
+    ('cifar10', 'resnet20'): (128, 0.1),
+    ('cifar10', 'alexnet'): (128, 0.1),
+}
+
+
+@pytest.mark.parametrize('data_name', ['imagenet', 'cifar10'])
+def test_each_data_set_has_upstreams_models_and_shapes(data_name):
+  for name in catalog.MODELS:
+    key = (data_name, name)
+    if key not in UPSTREAM_SHAPES:
+      with pytest.raises(catalog.UnknownModelError,
+                         match=r'--model=%s with --data_name=%s: '
+                         'tf_cnn_benchmarks has no %s for %s' % (
+                             name, data_name, name, data_name)):
+        catalog.get_model(name, data_name)
+      continue
+    model = catalog.get_model(name, data_name)
+    assert (model.image_shape, model.num_classes) == UPSTREAM_SHAPES[key]
+    # Batch size and base rate are upstream's where they differ from the
+    # benchmark's own; the weight decay stays the model's.
+    own = catalog.get_model(name)
+    assert (model.default_batch_size, model.learning_rate) == (
+        UPSTREAM_BATCH_AND_RATE.get(
+            key, (own.default_batch_size, own.learning_rate))), key
+    assert model.weight_decay == own.weight_decay
+
+
+def test_synthetic_and_digits_take_the_benchmarks_own_table():
+  for name, model in catalog.MODELS.items():
+    assert catalog.get_model(name) is model
+    assert catalog.get_model(name, 'digits') is model
+
+
+def _upstream_trivial_parameters(image_shape, classes):
+  inputs = int(np.prod(image_shape))
+  return (inputs + 1) + (1 * 4096 + 4096) + (4096 * classes + classes)
+
+
+@pytest.mark.parametrize('data_name, parameters', [
+    ('imagenet', 4263877), ('cifar10', 52235)])
+def test_upstream_trivial_layers(data_name, parameters):
+  """trivial_model: flatten, affine(1), affine(4096), then the logits."""
+  model = catalog.get_model('trivial', data_name)
+  assert _upstream_trivial_parameters(model.image_shape,
+                                      model.num_classes) == parameters
+  graph = tf.Graph()
+  with graph.as_default():
+    images = tf.placeholder(tf.float32, [2] + list(model.image_shape))
+    loss, logits = model.build(images, tf.zeros([2], tf.int32),
+                               return_logits=True)
+    shapes = [(v.op.name, v.shape.as_list()) for v in tf.trainable_variables()]
+  inputs = int(np.prod(model.image_shape))
+  assert shapes == [
+      ('affine0/weights', [inputs, 1]), ('affine0/biases', [1]),
+      ('affine1/weights', [1, 4096]), ('affine1/biases', [4096]),
+      ('logits/weights', [4096, model.num_classes]),
+      ('logits/biases', [model.num_classes])]
+  assert sum(int(np.prod(s)) for _, s in shapes) == parameters
+  assert logits.shape.as_list() == [2, model.num_classes]
+  assert loss.shape.as_list() == []
+
+
+def test_upstream_trivial_is_relu_affine_layers_by_numpy():
+  """The cifar10 trivial's logits against NumPy, from its variables."""
+  model = catalog.get_model('trivial', 'cifar10')
+  x = np.random.RandomState(3).uniform(-1, 1, [4, 32, 32, 3]).astype(
+      np.float32)
+  graph = tf.Graph()
+  with graph.as_default():
+    _, logits = model.build(tf.constant(x), tf.zeros([4], tf.int32),
+                            return_logits=True)
+    variables = tf.trainable_variables()
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      got, values = sess.run([logits, variables])
+  w0, b0, w1, b1, w2, b2 = [v.astype(np.float64) for v in values]
+  h = np.maximum(x.reshape(4, -1).dot(w0) + b0, 0)
+  h = np.maximum(h.dot(w1) + b1, 0)
+  np.testing.assert_allclose(got, h.dot(w2) + b2, rtol=1e-4, atol=1e-5)
+
+
+def test_cifar10_alexnet_is_the_tutorial_net():
+  """AlexnetCifar10Model: conv 5x5x64, pool, LRN, conv 5x5x64, LRN, pool
+  (32 -> 16 -> 8), dense 384 and 192, then the logits."""
+  model = catalog.get_model('alexnet', 'cifar10')
+  graph = tf.Graph()
+  with graph.as_default():
+    _, logits = model.build(tf.zeros([2, 32, 32, 3]), tf.zeros([2], tf.int32),
+                            return_logits=True)
+    shapes = [v.shape.as_list() for v in tf.trainable_variables()]
+    lrn = [op for op in graph.get_operations() if op.type == 'LRN']
+  assert shapes == [[5, 5, 3, 64], [64], [5, 5, 64, 64], [64],
+                    [8 * 8 * 64, 384], [384], [384, 192], [192], [192, 10],
+                    [10]]
+  assert sum(int(np.prod(s)) for s in shapes) == 1756426
+  assert len(lrn) == 2
+  assert logits.shape.as_list() == [2, 10]
