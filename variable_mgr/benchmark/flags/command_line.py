@@ -276,11 +276,14 @@ def _parse(argv, environ, command):
   typed = TypedFlags(args.typed_names, args.typed_names, args.typed_values)
   input_checks.fill_data_name(args)
   cluster = mode_checks.check(args, typed, environ, command)
-  rate_checks.check_learning_rate(args, typed, environ)
+  # The run's global batches, once: the schedule's check and --num_epochs
+  # both read them.
+  batches = rate_checks.global_batches(args, environ)
+  rate_checks.check_learning_rate(args, typed, batches)
   allreduce_checks.check(args, typed)
   input_checks.check(args, typed, cluster)
   output_paths.check(args, cluster)
-  rate_checks.batches_of_epochs(args, typed, environ)
+  rate_checks.batches_of_epochs(args, typed, batches)
   mode_checks.check_network_rate(args)
   if args.num_eval_batches is None and args.num_epochs is None and (
       args.eval or args.eval_during_training_every_n_steps):

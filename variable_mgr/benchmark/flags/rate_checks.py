@@ -148,13 +148,14 @@ def _check_decay(args):
             typed_name(args, 'num_learning_rate_warmup_epochs')))
 
 
-def check_learning_rate(args, typed, environ):
+def check_learning_rate(args, typed, batches):
   """Refuses optimizer and learning-rate flags that do not go together,
-  and a schedule whose steps collapse at a global batch of the run."""
+  and a schedule whose steps collapse at a global batch of the run
+  (`batches`: `global_batches`' list)."""
   _check_optimizer(args, typed)
   _check_schedule(args)
   _check_decay(args)
-  for global_batch in global_batches(args, environ):
+  for global_batch in batches:
     try:
       lr_schedule.learning_rate_steps(args, global_batch,
                                       examples_per_epoch(args))
@@ -162,10 +163,11 @@ def check_learning_rate(args, typed, environ):
       raise UsageError(str(e))
 
 
-def batches_of_epochs(args, typed, environ):
+def batches_of_epochs(args, typed, batches):
   """--num_epochs as tf_cnn_benchmarks reads it: sets --num_batches to
   ceil(epochs x examples of the training split / global batch), the global
-  batch over every tower of every worker.
+  batch over every tower of every worker (`batches`: `global_batches`'
+  list, one batch where --num_epochs is allowed).
 
   Raises:
     UsageError: --num_epochs with --num_batches, --compare or --eval.
@@ -187,6 +189,6 @@ def batches_of_epochs(args, typed, environ):
         '%s with --eval: evaluation reads the whole eval split (or '
         '--num_eval_batches); drop %s' % (epochs,
                                           typed_name(args, 'num_epochs')))
-  global_batch = global_batches(args, environ)[0]
+  global_batch = batches[0]
   args.num_batches = int(math.ceil(args.num_epochs * examples_per_epoch(args)
                                    / float(global_batch)))
