@@ -20,8 +20,8 @@ The session (SQLite) and what the run was (commit, sample, seed, times) stay
 in tests/mutants/sessions/ (not tracked). --resume runs the session's
 pending mutants again in a fresh copy of the commit it measured (after an
 interrupted run), adding the time. --rerun-survivors runs the session's
-survivors again at the new HEAD, whose package must be the one measured
-(new tests only), and the report names both commits.
+survivors again at the new HEAD, whose population's modules must be the
+ones measured (new tests only), and the report names both commits.
 
 library: every module of variable_mgr/ but variable_mgr/benchmark/;
 benchmark: variable_mgr/benchmark/ (its cluster/ too).
@@ -131,8 +131,12 @@ def rerun_survivors(session, meta):
   """Forgets the survivors' results, so that exec runs them again, at HEAD."""
   head = subprocess.check_output(['git', 'rev-parse', 'HEAD'], cwd=REPO,
                                  universal_newlines=True).strip()
-  changed = subprocess.call(['git', 'diff', '--quiet', meta['commit'], head,
-                             '--', 'variable_mgr'], cwd=REPO)
+  module_path, excluded = POPULATIONS[meta['population']]
+  # The population's own files: the library's run stays valid when only
+  # the benchmark changed, and the benchmark's when only the library did.
+  changed = subprocess.call(
+      ['git', 'diff', '--quiet', meta['commit'], head, '--', module_path] +
+      [':(exclude,glob)' + pattern for pattern in excluded], cwd=REPO)
   if changed:
     raise SystemExit('run_population: the package changed since %s, where '
                      'the mutants were made; start a new run'
