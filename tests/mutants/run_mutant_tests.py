@@ -19,6 +19,7 @@ counts as a survivor and says so: regenerate the map.
 """
 
 import argparse
+import ast
 import difflib
 import os
 import signal
@@ -58,15 +59,33 @@ def mutated_lines(pristine, copy='.'):
   return changed
 
 
-def tests_for(changed, files):
+def statement_line(source, line):
+  """The first line of the innermost statement of `source` that holds
+  `line` (coverage records a statement under its first line only: a
+  mutant on the third line of a table is run by the tests of its first),
+  or `line` itself outside every statement."""
+  firsts = [node.lineno for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.stmt) and
+            node.lineno <= line <= getattr(node, 'end_lineno', node.lineno)]
+  return max(firsts) if firsts else line
+
+
+def tests_for(changed, files, sources=None):
   """The tests that run the changed lines: those of a test file named after
   a changed module first, then the others, each group the tests that run
   fewest lines of the package first (a unit test before a whole run: with
-  -x, a likely killer ends the run sooner)."""
+  -x, a likely killer ends the run sooner).
+
+  `sources`: {file: its pristine text}, for a changed line the map does
+  not name (a statement's continuation line): its statement's tests.
+  """
   tests = set()
   for name, lines in changed.items():
+    recorded = files.get(name, {})
     for line in lines:
-      tests.update(files.get(name, {}).get(line, ()))
+      if line not in recorded and sources and name in sources:
+        line = statement_line(sources[name], line)
+      tests.update(recorded.get(line, ()))
   breadth = dict.fromkeys(tests, 0)
   for lines in files.values():
     for ids in lines.values():
@@ -93,7 +112,11 @@ def main(argv=None):
     return 1
   where = ', '.join('%s:%s' % (n, ','.join(map(str, ls)))
                     for n, ls in sorted(changed.items()))
-  tests = tests_for(changed, coverage_map.load_map(args.map))
+  sources = {}
+  for name in changed:
+    with open(os.path.join(args.pristine, name)) as f:
+      sources[name] = f.read()
+  tests = tests_for(changed, coverage_map.load_map(args.map), sources)
   if not tests:
     print('SURVIVED: no test runs %s (uncovered)' % where)
     return 0
