@@ -299,3 +299,18 @@ def test_strategy_float16_step_with_device_less_gradients(
     np.testing.assert_array_equal(started, INITIAL[0])
     assert final.dtype == np.float16
     np.testing.assert_allclose(final, expected, **HALF)
+
+
+class _NotAV1Optimizer(object):
+  """An optimizer of another library: it has no `use_locking` setting."""
+
+
+def test_lock_updates_makes_a_v1_optimizer_lock_and_says_so():
+  opt = tf.compat.v1.train.GradientDescentOptimizer(0.1)
+  assert compat.optimizer_locks(opt) is False
+  assert compat.lock_updates(opt) is True
+  assert compat.optimizer_locks(opt) is True
+  other = _NotAV1Optimizer()
+  assert compat.optimizer_locks(other) is None
+  assert compat.lock_updates(other) is False
+  assert compat.optimizer_locks(other) is None

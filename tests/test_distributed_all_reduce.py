@@ -232,6 +232,19 @@ def test_a_host_of_one_machine_devices_with_a_cluster():
             'ControllerBenchmarkCnn'], host, all_reduce_spec='xring')
 
 
+@pytest.mark.parametrize('device', [
+    '/job:ps/replica:0/task:0/cpu:0', '/job:worker/replica:0/task:2/cpu:0',
+    '/job:worker/replica:0/cpu:0'])
+def test_a_tower_device_off_the_workers(device):
+  """A tower on another job, on a worker task the cluster lacks, or on no
+  task: refused naming the device."""
+  host = _controller()
+  host.raw_devices = [device] + list(host.raw_devices[1:])
+  _refused(errors.InterfaceError,
+           ["%r names no task of the cluster's worker job (2 tasks)" % device],
+           host, all_reduce_spec='xring')
+
+
 def test_the_class_without_a_cluster():
   host = _controller()
   host.cluster = None

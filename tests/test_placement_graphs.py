@@ -197,10 +197,12 @@ def test_distributed_ps_caches_large_variables_by_parameter_device(
   """local_parameter_device 'gpu' spreads the cached copies of large
   variables (64K elements or more) over the tower devices, least loaded
   first; 'cpu' caches them on the worker's CPU. Small ones go to the CPU
-  either way."""
+  either way, up to 64K - 1 elements (`edge`: were it large, it would go to
+  the least loaded tower, tower 1)."""
   def model():
     variables = [tf1.get_variable(n, s) for n, s in (
-        ('big1', [256, 300]), ('big2', [256, 256]), ('small', [7]))]
+        ('big1', [256, 300]), ('big2', [256, 256]), ('edge', [65535]),
+        ('small', [7]))]
     return tf.add_n([tf.reduce_sum(v) for v in variables])
 
   with tf.Graph().as_default() as graph:
@@ -222,7 +224,7 @@ def test_distributed_ps_caches_large_variables_by_parameter_device(
   assert _canonical(host.cpu_device) == cpu
   expected_big2 = tower1 if flag == 'gpu' else cpu
   assert cached == {'v/big1': [cpu], 'v/big2': [expected_big2],
-                    'v/small': [cpu]}
+                    'v/edge': [cpu], 'v/small': [cpu]}
 
 
 def test_distributed_replicated_locals_and_masters(variable_kind):

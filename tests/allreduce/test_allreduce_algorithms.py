@@ -144,6 +144,8 @@ def test_unknown_shape_is_refused_by_chunking_algorithms():
     (lambda t, d: algorithms.hierarchical_copy(t, d, num_groups=0),
      'num_groups'),
     (lambda t, d: algorithms.collective(t, d, group_key=0), 'group_key'),
+    (lambda t, d: algorithms.collective(t, d, instance_key_start=0),
+     'instance_key_start'),
     (lambda t, d: algorithms.collective(t, [d[0], d[0]]), 'distinct'),
 ])
 def test_bad_option_is_refused(call, match):
@@ -165,6 +167,38 @@ def test_collective_keys_are_allocated_in_build_order():
              for t in (first[0][0], first[0][1], second[1][0],
                        other_group[0][0])]
   assert attrs == [(1, 1), (1, 2), (1, 3), (2, 4)]
+
+
+def test_collective_takes_the_keys_it_is_given():
+  devices = testlib.cpu_devices(2)
+  with tf.Graph().as_default():
+    x = tf.zeros([3])
+    outputs = algorithms.collective([[x, x], [x, x]], devices, group_key=7,
+                                    instance_key_start=40)
+    attrs = [[(t.op.get_attr('group_key'), t.op.get_attr('instance_key'))
+              for t in tower] for tower in outputs]
+  assert attrs == [[(7, 40), (7, 41)], [(7, 40), (7, 41)]]
+
+
+@pytest.mark.parametrize('name', ['ring', 'ring#2', 'halving_doubling',
+                                  'collective'])
+@pytest.mark.parametrize('k', [2, 3])
+def test_an_empty_tensor_is_handed_back_without_an_op(name, k):
+  """An empty tensor has nothing to add: the algorithm returns each
+  tower's own tensor and builds nothing for it (no transfer)."""
+  devices = testlib.cpu_devices(k)
+  with tf.Graph().as_default() as graph:
+    inputs = []
+    for device in devices:
+      with tf.device(device):
+        inputs.append([tf.zeros([2, 0]), tf.ones([3])])
+    before = len(graph.get_operations())
+    outputs = ALGORITHMS[name](inputs, devices)
+    built = graph.get_operations()[before:]
+  for d in range(k):
+    assert outputs[d][0] is inputs[d][0]
+  for op in built:
+    assert not any(t is row[0] for t in op.inputs for row in inputs), op.name
 
 
 def _gpu_inputs(k, shapes):

@@ -210,8 +210,9 @@ def _bottleneck_block(layers, x, filters, stride):
 
 
 def _resnet_stages(layers, x, block_fn, stage_filters, stage_blocks):
-  for stage, (filters, blocks) in enumerate(zip(stage_filters, stage_blocks)):
-    for block in range(blocks):
+  for stage, (filters, num_blocks) in enumerate(zip(stage_filters,
+                                                   stage_blocks)):
+    for block in range(num_blocks):
       stride = 2 if stage > 0 and block == 0 else 1
       with tf.variable_scope('stage%d_block%d' % (stage + 1, block + 1)):
         x = block_fn(layers, x, filters, stride)
@@ -337,9 +338,9 @@ def _layers_resnet(stage_blocks):
     nets = blocks.StandardLayers(layers)
     x = nets.conv_bn(images, 64, 7, 2, name='conv1')
     x = blocks.max_pool(x, 3, 2, 'SAME')
-    for stage, (filters, blocks) in enumerate(
+    for stage, (filters, num_blocks) in enumerate(
         zip((64, 128, 256, 512), stage_blocks)):
-      for block in range(blocks):
+      for block in range(num_blocks):
         stride = 2 if stage > 0 and block == 0 else 1
         with tf.variable_scope('stage%d_block%d' % (stage + 1, block + 1)):
           x = _layers_bottleneck(nets, x, filters, stride)
