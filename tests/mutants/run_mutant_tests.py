@@ -13,7 +13,8 @@ runs the mutated lines (uncovered code is a gap, not an excuse) or when the
 tests run longer than --timeout (a slow run proves nothing; report.py counts
 these apart, as not killed); 1 (killed) when a test fails or errors, or the
 tests cannot be collected (the mutant broke an import: pytest says "ERROR
-collecting", whatever its exit status). A map that names a test that no
+collecting", or "ImportError while loading conftest" when a conftest.py
+imports the module, whatever its exit status). A map that names a test that no
 longer exists (pytest's exit status 4 or 5 without a collection error)
 counts as a survivor and says so: regenerate the map.
 """
@@ -146,7 +147,9 @@ def main(argv=None):
   if process.returncode == 0:
     print('SURVIVED: %d tests pass' % len(tests))
     return 0
-  if process.returncode in (4, 5) and 'ERROR collecting' not in output:
+  broke_import = ('ERROR collecting' in output or
+                  'ImportError while loading conftest' in output)
+  if process.returncode in (4, 5) and not broke_import:
     print('SURVIVED: STALE MAP (pytest exit status %d): regenerate '
           'tests/mutants/coverage_map.json' % process.returncode)
     return 0
