@@ -158,6 +158,9 @@ def test_a_second_signal_stops_the_step_at_once_without_a_save():
   progress = interrupted.Progress()
   saves = []
   first_held = []
+  # Python's default_int_handler, or SIG_IGN where the suite was started in
+  # the background of a shell without job control.
+  previous = signal.getsignal(signal.SIGINT)
   with pytest.raises(KeyboardInterrupt) as raised:
     with interrupted.session(sess, progress, saves.append, '/unused'):
       progress.start()
@@ -169,4 +172,4 @@ def test_a_second_signal_stops_the_step_at_once_without_a_save():
   assert raised.value.note.startswith(
       'interrupted again before the step ended: stopped at once, nothing '
       'was saved')
-  assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+  assert signal.getsignal(signal.SIGINT) is previous
