@@ -15,6 +15,8 @@ import allreduce_testlib as testlib
 @pytest.mark.parametrize('text,expected', [
     ('xring', [SpecRange(None, (Stage('xring', None),))]),
     ('xring#2', [SpecRange(None, (Stage('xring', 2),))]),
+    # One is the least count a stage takes.
+    ('pscpu#1', [SpecRange(None, (Stage('pscpu', 1),))]),
     ('pscpu:32k:xring', [SpecRange(32768, (Stage('pscpu', None),)),
                          SpecRange(None, (Stage('xring', None),))]),
     ('psgpu#4:2M:nccl/xring#3:1G:collective', [
