@@ -1,0 +1,53 @@
+"""`cuda_probe.probe_devices` keeps CUDA's expected `failed call to
+cuInit` line off stderr and passes every other line on, in order.
+
+Run in a fresh interpreter with a stand-in `tensorflow` module whose device
+listing writes the lines a CUDA build writes without a driver: the probe
+redirects file descriptor 2, which pytest's own capture must not hide."""
+
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CUINIT = ('E0000 00:00:1796339453.509934 6934 cuda_platform.cc:52] failed '
+          'call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: '
+          'UNKNOWN ERROR (303)')
+
+SCRIPT = r'''
+import io, os, sys, types
+fake = types.ModuleType('tensorflow')
+def list_physical_devices():
+  os.write(2, %(cuinit)r + b'\n')
+  os.write(2, b'I0000 another line of the probe\n')
+  return []
+fake.config = types.SimpleNamespace(experimental=types.SimpleNamespace(
+    list_physical_devices=list_physical_devices))
+sys.modules['tensorflow'] = fake
+from variable_mgr import cuda_probe
+cuda_probe.without_driver = lambda: True
+# A program may hold stderr in a buffer of its own (Python's own stderr
+# writes through): text it wrote before the probe is not the probe's.
+sys.stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, 'w',
+                                                          closefd=False)))
+sys.stderr.write('written before the probe, ')  # still in the buffer
+kept = cuda_probe.probe_devices()
+os.write(2, b'written after it\n')
+sys.stderr.flush()
+print(repr(kept))
+'''
+
+
+def test_only_the_cuinit_line_is_kept_off_and_the_rest_keeps_its_order():
+  env = dict(os.environ, PYTHONPATH=REPO)
+  result = subprocess.run(
+      [sys.executable, '-c', SCRIPT % {'cuinit': CUINIT.encode()}],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=60,
+      check=True, universal_newlines=True)
+  assert result.stdout.strip() == repr([CUINIT])
+  # Python's pending stderr text goes out before the probe, the probe's
+  # other line after it, and stderr is fd 2 again after the probe.
+  assert result.stderr == ('written before the probe, '
+                           'I0000 another line of the probe\n'
+                           'written after it\n')
