@@ -46,6 +46,43 @@ class MasterBench(object):
     return tf1.ConfigProto(device_count={'CPU': self.num_gpus})
 
 
+class ClusterManager(object):
+  """Master's cluster_manager: the cluster spec it was given."""
+
+  def __init__(self, spec):
+    self.spec = spec
+
+  def get_cluster_spec(self):
+    return tf1.train.ClusterSpec(self.spec)
+
+
+class PsBench(MasterBench):
+  """Master's BenchmarkCNN of the last of `workers` workers beside one PS
+  task; its add_sync_queues_and_barrier records what it is asked to wait
+  for."""
+
+  def __init__(self, cross_replica_sync=True, workers=2):
+    super(PsBench, self).__init__(ps_hosts='h:0',
+                                  cross_replica_sync=cross_replica_sync)
+    spec = {'ps': ['h:0'], 'worker': ['h:%d' % (k + 1)
+                                      for k in range(workers)]}
+    self.cluster_manager = ClusterManager(spec)
+    self.job_name = 'worker'
+    self.num_workers = workers
+    self.task_index = workers - 1
+    prefix = '/job:worker/replica:0/task:%d' % self.task_index
+    self.cpu_device = prefix + '/cpu:0'
+    self.raw_devices = [prefix + '/cpu:%d' % i for i in range(2)]
+    self.param_server_device = '/job:ps/task:0/cpu:0'
+    self.barriers = []
+
+  def add_sync_queues_and_barrier(self, name_prefix, enqueue_after_list):
+    with tf1.control_dependencies(enqueue_after_list):
+      barrier = tf.no_op(name=name_prefix)
+    self.barriers.append((barrier, list(enqueue_after_list)))
+    return barrier
+
+
 def replicated(bench):
   """`VariableMgrLocalReplicated` as master's benchmark_cnn.py builds it."""
   import variable_mgr  # pylint: disable=g-import-not-at-top

@@ -280,18 +280,10 @@ def test_collective_master_form_sums():
     assert mgr.benchmark_cnn.param_server_device == bench.cpu_device
 
 
-class _ClusterManager(object):
-
-  def __init__(self, spec):
-    self.spec = spec
-
-  def get_cluster_spec(self):
-    return tf1.train.ClusterSpec(self.spec)
-
-
 def _collective_bench(**params):
   bench = master_host.MasterBench(**params)
-  bench.cluster_manager = _ClusterManager({'worker': ['h:1', 'h:2']})
+  bench.cluster_manager = master_host.ClusterManager(
+      {'worker': ['h:1', 'h:2']})
   bench.job_name = 'worker'
   bench.num_workers = 2
   bench.task_index = 1
@@ -372,32 +364,6 @@ def test_refusals_name_value_and_fix(build, error, fragments):
     at = message.index(fragment, at) + len(fragment)
 
 
-class _PsBench(master_host.MasterBench):
-  """Master's BenchmarkCNN of worker 1 of 2 with one PS task; its
-  add_sync_queues_and_barrier records what it is asked to wait for."""
-
-  def __init__(self, cross_replica_sync=True, workers=2):
-    super(_PsBench, self).__init__(ps_hosts='h:0',
-                                   cross_replica_sync=cross_replica_sync)
-    spec = {'ps': ['h:0'], 'worker': ['h:%d' % (k + 1)
-                                      for k in range(workers)]}
-    self.cluster_manager = _ClusterManager(spec)
-    self.job_name = 'worker'
-    self.num_workers = workers
-    self.task_index = workers - 1
-    prefix = '/job:worker/replica:0/task:%d' % self.task_index
-    self.cpu_device = prefix + '/cpu:0'
-    self.raw_devices = [prefix + '/cpu:%d' % i for i in range(2)]
-    self.param_server_device = '/job:ps/task:0/cpu:0'
-    self.barriers = []
-
-  def add_sync_queues_and_barrier(self, name_prefix, enqueue_after_list):
-    with tf1.control_dependencies(enqueue_after_list):
-      barrier = tf.no_op(name=name_prefix)
-    self.barriers.append((barrier, list(enqueue_after_list)))
-    return barrier
-
-
 @pytest.mark.parametrize('staged', [False, True], ids=['plain', 'staged'])
 @pytest.mark.parametrize('sync, workers, barrier', [
     (True, 2, True), (False, 2, False), (True, 1, False)])
@@ -409,7 +375,7 @@ def test_master_ps_cluster_updates_wait_for_every_workers_reads(
   among them) on a synchronous cluster of several workers, and for none
   where no other worker reads the same step."""
   with tf.Graph().as_default():
-    bench = _PsBench(cross_replica_sync=sync, workers=workers)
+    bench = master_host.PsBench(cross_replica_sync=sync, workers=workers)
     cls = (variable_mgr.VariableMgrDistributedFetchFromStagedPS if staged
            else variable_mgr.VariableMgrDistributedFetchFromPS)
     mgr = cls(bench)
