@@ -17,6 +17,7 @@ import variable_mgr
 from options_harness import LOCAL_NAMES
 from options_harness import Run
 from options_harness import VARIABLES
+from variable_mgr import accumulation
 from variable_mgr import errors
 
 tf1 = tf.compat.v1
@@ -327,3 +328,23 @@ def test_every_read_of_the_accumulation_state_runs_before_its_write(
       assert not graph.unordered_reads(name), name
   finally:
     run.close()
+
+
+@pytest.mark.parametrize('passes', [2, 3, 5])
+def test_cycle_counter_counts_the_micro_steps_of_a_cycle(passes):
+  """The counter holds the micro-steps done in the current cycle (step s
+  leaves s + 1 mod N, as a checkpoint taken then records it), and
+  `is_last` is true on steps N-1, 2N-1, ... only."""
+  graph = tf.Graph()
+  with graph.as_default():
+    is_last, update = accumulation.cycle_counter(passes, '/cpu:0')
+    counter = [v for v in tf1.local_variables()
+               if 'accumulation_step' in v.op.name]
+    assert len(counter) == 1
+    init = tf1.local_variables_initializer()
+  with tf1.Session(graph=graph) as sess:
+    sess.run(init)
+    for step in range(2 * passes + 1):
+      last, _ = sess.run([is_last, update])
+      assert last == (step % passes == passes - 1), (step, last)
+      assert sess.run(counter[0]) == (step + 1) % passes, step

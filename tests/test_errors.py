@@ -344,6 +344,19 @@ def test_trainable_variables_on_device_out_of_range():
   assert '2 towers (0..1)' in str(info.value)
 
 
+@pytest.mark.parametrize('device_num', [-1, 3, 7])
+def test_tower_index_below_zero_or_past_the_end(device_num):
+  """Past the last tower by more than one, or below zero, is refused as
+  the first index past the end is; 0 and 1 of 2 towers are taken."""
+  with tf.Graph().as_default():
+    mgr, _ = _towers()
+    assert len(mgr.trainable_variables_on_device(1)) == len(
+        mgr.trainable_variables_on_device(0)) > 0
+    with pytest.raises(errors.ProtocolError) as info:
+      mgr.trainable_variables_on_device(device_num)
+  assert 'device_num=%d' % device_num in str(info.value)
+
+
 def test_get_gradients_to_apply_out_of_range():
   with tf.Graph().as_default():
     mgr, towers = _towers('parameter_server')
