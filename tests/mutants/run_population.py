@@ -104,7 +104,7 @@ def _tool(name):
   return found
 
 
-def _copy_commit(commit, destination):
+def copy_commit(commit, destination):
   os.makedirs(destination)
   archive = subprocess.Popen(['git', 'archive', commit], cwd=REPO,
                              stdout=subprocess.PIPE)
@@ -125,6 +125,18 @@ def write_config(path, population, pristine, timeout):
         excluded=_toml_list(excluded),
         test_command=_toml_string(command),
         operators=_toml_list(EXCLUDED_OPERATORS)))
+
+
+def make_session(config, session, copy, size, seed):
+  """cosmic-ray's session of the copy's mutants, filtered and sampled."""
+  _run([_tool('cosmic-ray'), 'init', config, session], cwd=copy)
+  _run([_tool('cr-filter-operators'), session, config], cwd=copy)
+  _run([_tool('cr-filter-pragma'), session], cwd=copy)
+  _run([sys.executable, os.path.join(HERE, 'filter_messages.py'), session],
+       cwd=copy)
+  if size:
+    _run([sys.executable, os.path.join(HERE, 'sample.py'), session,
+          '--size', str(size), '--seed', str(seed)], cwd=copy)
 
 
 def rerun_survivors(session, meta):
@@ -210,19 +222,12 @@ def main(argv=None):
     copy = os.path.join(work, 'copy')
     pristine = os.path.join(work, 'pristine')
     tests_commit = meta.get('commit_tests', meta['commit'])
-    _copy_commit(tests_commit, copy)
-    _copy_commit(tests_commit, pristine)
+    copy_commit(tests_commit, copy)
+    copy_commit(tests_commit, pristine)
     config = os.path.join(work, 'config.toml')
     write_config(config, args.population, pristine, timeout)
     if not (args.resume or args.rerun_survivors):
-      _run([_tool('cosmic-ray'), 'init', config, session], cwd=copy)
-      _run([_tool('cr-filter-operators'), session, config], cwd=copy)
-      _run([_tool('cr-filter-pragma'), session], cwd=copy)
-      _run([sys.executable, os.path.join(HERE, 'filter_messages.py'),
-            session], cwd=copy)
-      if args.size:
-        _run([sys.executable, os.path.join(HERE, 'sample.py'), session,
-              '--size', str(args.size), '--seed', str(args.seed)], cwd=copy)
+      make_session(config, session, copy, args.size, args.seed)
       meta['started'] = datetime.datetime.utcnow().strftime(
           '%Y-%m-%d %H:%M UTC')
     with open(meta_path, 'w') as f:
