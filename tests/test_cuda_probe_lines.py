@@ -5,9 +5,13 @@ Run in a fresh interpreter with a stand-in `tensorflow` module whose device
 listing writes the lines a CUDA build writes without a driver: the probe
 redirects file descriptor 2, which pytest's own capture must not hide."""
 
+import io
 import os
 import subprocess
 import sys
+import types
+
+from variable_mgr import cuda_probe
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -51,3 +55,35 @@ def test_only_the_cuinit_line_is_kept_off_and_the_rest_keeps_its_order():
   assert result.stderr == ('written before the probe, '
                            'I0000 another line of the probe\n'
                            'written after it\n')
+
+
+def test_in_this_process_stderr_is_fd_2_again_and_no_descriptor_stays_open(
+    capfd, monkeypatch):
+  """The same probe inside the test process (pytest's descriptor capture
+  stands for the terminal): Python's pending stderr text first, the other
+  line of the probe, then what is written to fd 2 after it; the
+  descriptors open before are the ones open after."""
+  fake = types.ModuleType('tensorflow')
+
+  def list_physical_devices():
+    os.write(2, CUINIT.encode() + b'\n')
+    os.write(2, b'I0000 another line of the probe\n')
+    return []
+
+  fake.config = types.SimpleNamespace(experimental=types.SimpleNamespace(
+      list_physical_devices=list_physical_devices))
+  monkeypatch.setitem(sys.modules, 'tensorflow', fake)
+  monkeypatch.setattr(cuda_probe, 'without_driver', lambda: True)
+  stderr = io.TextIOWrapper(io.BufferedWriter(io.FileIO(2, 'w',
+                                                        closefd=False)))
+  monkeypatch.setattr(sys, 'stderr', stderr)
+  open_before = sorted(os.listdir('/proc/self/fd'))
+  stderr.write('written before the probe, ')  # still in the buffer
+  kept = cuda_probe.probe_devices()
+  os.write(2, b'written after it\n')
+  open_after = sorted(os.listdir('/proc/self/fd'))
+  assert kept == [CUINIT]
+  assert capfd.readouterr().err == ('written before the probe, '
+                                    'I0000 another line of the probe\n'
+                                    'written after it\n')
+  assert open_after == open_before
