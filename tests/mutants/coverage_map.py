@@ -10,8 +10,9 @@ measure themselves under the test that started them; `sigterm = true`, so
 that a task stopped by SIGTERM still writes what it ran, though one killed
 by SIGKILL cannot). The result,
 tests/mutants/coverage_map.json, names for each package file and line the
-tests that ran it (a line run when pytest imported the module, outside
-any test, for every test that ran a line of the module);
+tests that ran it (a line that runs when the module is imported, its
+top-level statements and each def's signature, for every test that ran a
+line of the module, whichever test imported it first);
 run_mutant_tests.py runs those tests for a mutant of
 that line.
 
@@ -28,6 +29,7 @@ share one set).
 """
 
 import argparse
+import ast
 import json
 import os
 import shutil
@@ -141,6 +143,48 @@ def measure(test_args, work):
   return files
 
 
+def import_time_lines(path):
+  """The lines of a module that run when it is imported: its top-level
+  statements, class bodies, and each def's decorators, signature and
+  defaults (not the body)."""
+  with open(path) as f:
+    tree = ast.parse(f.read())
+  lines = set()
+
+  def visit(statements):
+    for node in statements:
+      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        lines.update(range(first, node.body[0].lineno))
+      elif isinstance(node, ast.ClassDef):
+        first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        lines.update(range(first, node.body[0].lineno))
+        visit(node.body)
+      else:
+        lines.update(range(node.lineno, node.end_lineno + 1))
+
+  visit(tree.body)
+  return lines
+
+
+def with_import_lines(files):
+  """Gives each module's import-time lines every test that ran the module.
+
+  A module first imported inside a test (a strategy that the registry
+  imports when it is asked for) records its top-level lines for that test
+  alone; every other test that runs the module runs them too, and a mutant
+  of a module constant must be checked by all of them."""
+  for name, lines in files.items():
+    path = os.path.join(REPO, name)
+    if not os.path.exists(path):
+      continue
+    everyone = set(t for ids in lines.values() for t in ids)
+    for line in import_time_lines(path):
+      if line in lines:
+        lines[line] = set(everyone)
+  return files
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('tests', nargs='*',
@@ -167,8 +211,9 @@ def main(argv=None):
     old = files.setdefault(name, {})
     for line, ids in lines.items():
       old.setdefault(line, set()).update(ids)
-  files = {name: {line: ids for line, ids in lines.items() if ids}
-           for name, lines in files.items()}
+  files = with_import_lines(
+      {name: {line: ids for line, ids in lines.items() if ids}
+       for name, lines in files.items()})
   save_map(files, args.out)
   print('coverage map: %d tests over %d files in %.0f s, written to %s'
         % (len(set(t for lines in files.values() for ids in lines.values()

@@ -32,6 +32,7 @@ import datetime
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -189,6 +190,9 @@ def main(argv=None):
                       'the tests of HEAD (the package unchanged)')
   parser.add_argument('--no-report', action='store_true')
   args = parser.parse_args(argv)
+  # A run stopped by SIGTERM still records the time it ran (the finally
+  # blocks below); its pending mutants wait for --resume.
+  signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
   os.makedirs(SESSIONS, exist_ok=True)
   session = os.path.join(SESSIONS, args.population + '.sqlite')
