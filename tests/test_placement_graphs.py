@@ -259,6 +259,28 @@ def test_distributed_replicated_locals_and_masters(variable_kind):
       (n, 'ps_var/v0/' + n) for n in 'abcd']
 
 
+def test_distributed_replicated_saves_past_its_step_state(variable_kind):
+  """With accumulation the manager keeps step state in local variables
+  (accumulators, a counter), which are never saved; a local variable the
+  model makes after them (here `late`, once the step is built) still is,
+  beside the masters."""
+  with tf.Graph().as_default():
+    host = _cluster_host()
+    mgr = variable_mgr.create('distributed_replicated', host,
+                              backward_passes_per_step=2)
+    _build(mgr, host, 2)
+    state = mgr.step_state_variables
+    with tf1.device(host.raw_devices[0]):
+      late = tf1.get_variable('late', [3], collections=[
+          tf1.GraphKeys.LOCAL_VARIABLES])
+    candidates = tf1.global_variables() + tf1.local_variables()
+    to_save = mgr.get_variables_to_save()
+  assert state and candidates.index(state[-1]) < candidates.index(late)
+  assert not set(id(v) for v in state) & set(id(v) for v in to_save.values())
+  assert sorted((k, v.op.name) for k, v in to_save.items()) == sorted(
+      [(n, 'ps_var/v0/' + n) for n in 'abcd'] + [('late', 'late')])
+
+
 def _producer_chain(tensor):
   """The ops from `tensor` back to the NcclAllReduce it comes from, through
   the first input of each Identity, Cast and Mul (a scale by a constant)."""
