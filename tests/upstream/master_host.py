@@ -154,3 +154,24 @@ def one_step(bench, mgr, scale_gradient=1.0, loss_scale=None,
     scale_state = sess.run([params.loss_scale,
                             params.loss_scale_normal_steps]) if params else None
   return w, scale_state, flag
+
+
+def ps_towers(bench, staged):
+  """Master's distributed PS manager (staged or not) of `bench`, with two
+  towers of `sum(x_d . w)` built in master's calls; returns `(mgr,
+  apply_devices, state)` of its preprocess_device_grads."""
+  import variable_mgr  # pylint: disable=g-import-not-at-top
+  cls = (variable_mgr.VariableMgrDistributedFetchFromStagedPS if staged
+         else variable_mgr.VariableMgrDistributedFetchFromPS)
+  mgr = cls(bench)
+  bench.devices = mgr.get_devices()
+  device_grads = []
+  for d in range(2):
+    with mgr.create_outer_variable_scope(d), tf1.device(bench.devices[d]):
+      w = tf1.get_variable('w', initializer=tf.constant(W0))
+      loss = tf.reduce_sum(tf.matmul(tf.constant(X[d:d + 1]), w))
+      params = mgr.trainable_variables_on_device(d, d)
+      refs = mgr.trainable_variables_on_device(d, d, writable=True)
+      device_grads.append(list(zip(tf1.gradients(loss, params), refs)))
+  apply_devices, state = mgr.preprocess_device_grads(device_grads)
+  return mgr, apply_devices, state

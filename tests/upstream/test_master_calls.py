@@ -376,20 +376,7 @@ def test_master_ps_cluster_updates_wait_for_every_workers_reads(
   where no other worker reads the same step."""
   with tf.Graph().as_default():
     bench = master_host.PsBench(cross_replica_sync=sync, workers=workers)
-    cls = (variable_mgr.VariableMgrDistributedFetchFromStagedPS if staged
-           else variable_mgr.VariableMgrDistributedFetchFromPS)
-    mgr = cls(bench)
-    bench.devices = mgr.get_devices()
-    device_grads = []
-    for d in range(2):
-      with mgr.create_outer_variable_scope(d), tf1.device(bench.devices[d]):
-        w = tf1.get_variable('w', initializer=tf.constant(master_host.W0))
-        loss = tf.reduce_sum(tf.matmul(tf.constant(master_host.X[d:d + 1]),
-                                       w))
-        params = mgr.trainable_variables_on_device(d, d)
-        refs = mgr.trainable_variables_on_device(d, d, writable=True)
-        device_grads.append(list(zip(tf1.gradients(loss, params), refs)))
-    apply_devices, state = mgr.preprocess_device_grads(device_grads)
+    mgr, apply_devices, state = master_host.ps_towers(bench, staged)
     training_ops = []
     for i, device in enumerate(apply_devices):
       with tf1.device(device):
