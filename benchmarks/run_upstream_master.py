@@ -43,6 +43,10 @@ RESULTS = os.path.join(REPO, 'benchmarks', 'UPSTREAM_MASTER_RESULTS.md')
 RESULTS_SELECT = ('VariableUpdateTest,VariableMgrLocalReplicatedTest,'
                   'testDistributedReplicatedSavableVars,testParameterServer,'
                   'testReplicated,testIndependent,testSaveModelSteps')
+# benchmark_cnn_distributed_test.py's test that ends in minutes: a cluster
+# of 2 workers and 2 PS tasks under master's default variable_update. The
+# file's other tests run 3 to 5 processes each for many more steps.
+DISTRIBUTED_SELECT = 'DistributedVariableUpdateTest.testVarUpdateDefault'
 
 
 def _fmt(losses):
@@ -189,7 +193,7 @@ class _Tee(io.TextIOBase):
 
 
 def write_results(args):
-  """Runs the three parts of the results file and writes it whole."""
+  """Runs the five parts of the results file and writes it whole."""
   sys.path.insert(0, REPO)
   from variable_mgr.benchmark.reports import markdown  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -207,6 +211,9 @@ def write_results(args):
       ('benchmark_cnn_test.py, the tests that end in minutes',
        ['--no-modes', '--tests', 'benchmark_cnn_test.py',
         '--select', RESULTS_SELECT]),
+      ('benchmark_cnn_distributed_test.py, the test that ends in minutes',
+       ['--no-modes', '--tests', 'benchmark_cnn_distributed_test.py',
+        '--select', DISTRIBUTED_SELECT]),
   ]
   sections, status = [], 0
   for title, part in parts:
