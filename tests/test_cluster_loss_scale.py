@@ -285,6 +285,22 @@ def test_the_chief_alone_writes_a_synchronous_step_scale(sync):
   assert writes == ([2, 0] if sync else [2, 2])
 
 
+def test_a_lone_synchronous_worker_writes_whatever_its_task_index():
+  """One worker: the host's task_index is not read (the interface checks
+  it only with several workers), and the worker writes the scale itself
+  even where its host says 1: were it left to task 0, the scale would
+  never change."""
+  spec = {'ps': ['127.0.0.1:1'], 'worker': ['127.0.0.1:2']}
+  host = variable_mgr.ClusterBenchmarkCnn(spec, 0, TOWERS,
+                                          cross_replica_sync=True)
+  host.task_index = 1
+  run = in_process.Run('ps_cpu', TOWERS, dtype=tf.float16, host=host,
+                       model=matrix_model.GatherModel(),
+                       variable_update='parameter_server',
+                       **dynamic_options(EVERY_N))
+  assert len(_scale_writes(run)) == 2
+
+
 class _Host(object):
   """A cluster worker's host with only the attributes given."""
 
