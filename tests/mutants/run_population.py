@@ -20,7 +20,7 @@ The session (SQLite) and what the run was (commit, sample, seed, times) stay
 in tests/mutants/sessions/ (not tracked). --resume runs the session's
 pending mutants again in a fresh copy of the commit it measured (after an
 interrupted run), adding the time. --rerun-survivors runs the session's
-survivors again at the new HEAD, whose population's modules must be the
+survivors (but those listed in equivalent.txt) again at the new HEAD, whose population's modules must be the
 ones measured (new tests only), and the report names both commits.
 
 library: every module of variable_mgr/ but variable_mgr/benchmark/;
@@ -38,6 +38,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -155,15 +157,20 @@ def rerun_survivors(session, meta):
                      'the mutants were made; start a new run'
                      % meta['commit'][:10])
   survived = ("test_outcome = 'SURVIVED' OR output = 'timeout'")
+  # Mutants listed as equivalent stay as they are: no test can kill them.
+  equivalents = report.load_equivalents()
   connection = sqlite3.connect(session)
   with connection:
-    names = sorted(
-        '%s:%d:%d %s %d' % row for row in connection.execute(
-            'SELECT module_path, start_pos_row, start_pos_col, operator_name, '
-            'occurrence FROM mutation_specs WHERE job_id IN (SELECT job_id '
-            'FROM work_results WHERE %s)' % survived))
-    count = connection.execute(
-        'DELETE FROM work_results WHERE %s' % survived).rowcount
+    rows = connection.execute(
+        'SELECT job_id, module_path, start_pos_row, start_pos_col, '
+        'operator_name, occurrence FROM mutation_specs WHERE job_id IN '
+        '(SELECT job_id FROM work_results WHERE %s)' % survived).fetchall()
+    again = dict((row[0], '%s:%d:%d %s %d' % row[1:]) for row in rows
+                 if '%s:%d:%d %s %d' % row[1:] not in equivalents)
+    names = sorted(again.values())
+    connection.executemany('DELETE FROM work_results WHERE job_id = ?',
+                           [(job,) for job in again])
+    count = len(again)
   connection.close()
   print('run_population: %d survivors to run again at %s'
         % (count, head[:10]))
