@@ -147,6 +147,11 @@ def build_section(population, meta, rows, equivalents):
                   100 * GOALS[population]))
   outcome = dict((mutant_name(item.mutations[0]), kind)
                  for item, _, kind in rows)
+  if meta.get('restored'):
+    lines.append('')
+    lines.append('The session was made again from this section, as that run '
+                 'wrote it (`restore_session.py`), before the reruns below; '
+                 'a rerun stopped before its end went on in the next one.')
   for rerun in meta.get('reruns', ()):
     lines.append('')
     lines.append('The %d survivors run again with the tests of commit %s '
