@@ -11,8 +11,10 @@ same filters and seeded sample as run_population.py), checks that every
 mutant the report lists is in the sample (else the sample differs and it
 stops), and records each sampled mutant's outcome as the report gives it:
 killed, timed out, survived or uncovered, with "restored from the report"
-in its output. The report's reruns are not restored: the survivors it
-lists are the ones to run again.
+in its output: the last list of the report names the mutants neither
+killed nor equivalent, and a rerun's list the equivalent ones (which
+stay survivors, as the report counts them). The reruns' own lines are not
+restored; the outcomes they led to are.
 """
 
 import argparse
@@ -39,6 +41,8 @@ _RUN = re.compile(
 _AT = re.compile(r'at commit (\w+) \(started ([^)]*)\): \d+ of \d+ sampled '
                  r'mutants run in (\d+) minutes')
 _SURVIVOR = re.compile(r'^- `([^`]+)`( \((timed out|uncovered)\))?$')
+_EQUIVALENT = re.compile(r'^- `([^`]+)`: equivalent$', re.M)
+_SURVIVORS_HEADING = 'Survivors at the commit measured'
 
 
 def read_section(population, doc=report.DOC):
@@ -50,9 +54,6 @@ def read_section(population, doc=report.DOC):
   if begin not in text or end not in text:
     raise SystemExit('restore_session: no %s section in %s' % (population, doc))
   section = text[text.index(begin):text.index(end)]
-  if 'rerun-survivors' in section:
-    raise SystemExit('restore_session: the %s section reports a rerun; '
-                     'restore from the report of the first run' % population)
   run, at = _RUN.search(section), _AT.search(section)
   if not (run and at):
     raise SystemExit('restore_session: the %s section names no run' %
@@ -66,10 +67,15 @@ def read_section(population, doc=report.DOC):
           'seconds': 60.0 * int(at.group(3)), 'restored': True}
   kinds = {None: 'survived', 'timed out': 'timeout', 'uncovered': 'uncovered'}
   survivors = {}
-  for line in section.splitlines():
+  # The last list holds the mutants not killed and not equivalent, as the
+  # run and its reruns left them; a rerun's list marks the equivalent ones.
+  final = section[section.index(_SURVIVORS_HEADING):]
+  for line in final.splitlines():
     match = _SURVIVOR.match(line)
     if match:
       survivors[match.group(1)] = kinds[match.group(3)]
+  for match in _EQUIVALENT.finditer(section):
+    survivors.setdefault(match.group(1), 'survived')
   return meta, survivors
 
 
