@@ -20,8 +20,9 @@ The session (SQLite) and what the run was (commit, sample, seed, times) stay
 in tests/mutants/sessions/ (not tracked). --resume runs the session's
 pending mutants again in a fresh copy of the commit it measured (after an
 interrupted run), adding the time. --rerun-survivors runs the session's
-survivors (but those listed in equivalent.txt) again at the new HEAD, whose population's modules must be the
-ones measured (new tests only), and the report names both commits.
+survivors (but those listed in equivalent.txt) again at the new HEAD,
+whose population's modules must be the ones measured (new tests only),
+and the report names both commits.
 
 library: every module of variable_mgr/ but variable_mgr/benchmark/;
 benchmark: variable_mgr/benchmark/ (its cluster/ too).
@@ -165,8 +166,9 @@ def rerun_survivors(session, meta):
         'SELECT job_id, module_path, start_pos_row, start_pos_col, '
         'operator_name, occurrence FROM mutation_specs WHERE job_id IN '
         '(SELECT job_id FROM work_results WHERE %s)' % survived).fetchall()
-    again = dict((row[0], '%s:%d:%d %s %d' % row[1:]) for row in rows
-                 if '%s:%d:%d %s %d' % row[1:] not in equivalents)
+    named = dict((row[0], '%s:%d:%d %s %d' % row[1:]) for row in rows)
+    again = dict((job, name) for job, name in named.items()
+                 if name not in equivalents)
     names = sorted(again.values())
     connection.executemany('DELETE FROM work_results WHERE job_id = ?',
                            [(job,) for job in again])
