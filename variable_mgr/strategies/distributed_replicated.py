@@ -131,9 +131,9 @@ class VariableMgrDistributedReplicated(
     return result
 
   def _append_apply(self, gradient_state, opt, grads, training_ops):
-    # Every worker updates the masters on the PS tasks (see check_locking).
-    parameter_server.check_locking(opt, self.benchmark_cnn,
-                                   'distributed_replicated')
+    # Every worker updates the masters on the PS tasks (see locked_updates).
+    grads = parameter_server.locked_updates(opt, grads, self.benchmark_cnn,
+                                            'distributed_replicated')
     towers = gradient_state.tower_grads
     # Slices of one master, in order, under its gradient index.
     by_index = collections.OrderedDict()

@@ -163,7 +163,7 @@ class VariableMgrDistributedFetchFromPS(
         state.tower_grads, self.use_mean, self.accumulation_dtype)
 
   def _append_apply(self, gradient_state, opt, grads, training_ops):
-    check_locking(opt, self.benchmark_cnn, 'parameter_server')
+    grads = locked_updates(opt, grads, self.benchmark_cnn, 'parameter_server')
     super(VariableMgrDistributedFetchFromPS, self)._append_apply(
         gradient_state, opt, grads, training_ops)
 
@@ -255,6 +255,35 @@ def check_locking(opt, benchmark_cnn, variable_update):
         'tf.compat.v1.train.GradientDescentOptimizer(rate, '
         'use_locking=True)).' % (variable_update, num_workers,
                                  type(opt).__name__))
+
+
+def locked_updates(opt, grads, benchmark_cnn, variable_update):
+  """`grads` (`(gradient, variable)` pairs of shared variables) in a form
+  whose updates exclude each other when several workers make them.
+
+  `check_locking` refuses an optimizer without `use_locking`. That is not
+  enough for a sparse gradient of a resource variable: TensorFlow applies
+  it with ResourceScatterAdd (GradientDescent, Adam), which has no
+  `use_locking` and takes the variable's lock shared, so two workers'
+  updates of one row lose parts of each other even with the lock asked for
+  (`benchmarks/stress_shared_updates.py`: thousands of 4M rows wrong in 20
+  rounds on both generations). With several workers such a gradient is
+  made a dense tensor on the variable's device: it still travels as
+  IndexedSlices, and the update is the dense kernel, which honours
+  `use_locking`, at the cost of the whole variable's size on the PS task.
+  A ref variable's sparse update (ScatterSub) honours `use_locking` and
+  stays sparse; so does every update of one worker alone.
+  """
+  check_locking(opt, benchmark_cnn, variable_update)
+  if benchmark_cnn.cluster.num_tasks('worker') < 2:
+    return grads
+  result = []
+  for g, v in grads:
+    if isinstance(g, tf.IndexedSlices) and compat.is_resource_variable(v):
+      with tf.colocate_with(v):
+        g = tf.convert_to_tensor(g)
+    result.append((g, v))
+  return result
 
 
 def _on_variable_device(grad, var):
