@@ -47,10 +47,15 @@ def float32_storage_getter(getter, name, *args, **kwargs):
   """A custom getter: trainable float16 variables are stored in float32 and
   read as a float16 cast; every other request is passed on unchanged."""
   dtype = kwargs.get('dtype')
+  # As get_variable: unset is trainable, any other value by its truth.
   trainable = kwargs.get('trainable')
   if (dtype is not None and tf.as_dtype(dtype) == tf.float16 and
-      trainable is not False):
+      (trainable is None or trainable)):
     kwargs['dtype'] = tf.float32
+    initializer = kwargs.get('initializer')
+    if initializer is not None and not callable(initializer):
+      # A value's own dtype wins over the one asked for: widen the value.
+      kwargs['initializer'] = tf.cast(initializer, tf.float32)
     var = getter(name, *args, **kwargs)
     return tf.cast(var, tf.float16)
   return getter(name, *args, **kwargs)

@@ -21,6 +21,8 @@ import tensorflow as tf
 from variable_mgr.allreduce import errors
 
 SEND_OPS = ('_Send', '_HostSend')
+# Constants of a partition graph: their shape is their value's.
+CONST_OPS = ('Const', 'HostConst')
 
 DeviceTraffic = collections.namedtuple(
     'DeviceTraffic', ['sent_bytes', 'received_bytes', 'sends', 'receives'])
@@ -79,7 +81,7 @@ def _send_bytes(node, nodes, graph):
       shape = None
   if shape is None and name in nodes:
     source_node = nodes[name]
-    if 'value' in source_node.attr and source_node.op == 'Const':
+    if source_node.op in CONST_OPS:
       shape = tf.TensorShape(source_node.attr['value'].tensor.tensor_shape)
     elif '_output_shapes' in source_node.attr:
       shape = tf.TensorShape(
