@@ -39,7 +39,15 @@ def pytest_configure(config):
       'gets --long.')
 
 
+# pytest.ini's limit a test, for the long and network-cluster runs.
+LONG_TIMEOUT = 1800
+
+
 def pytest_collection_modifyitems(config, items):
+  for item in items:
+    if (item.get_closest_marker('long') or
+        item.get_closest_marker('network_cluster')):
+      item.add_marker(pytest.mark.timeout(LONG_TIMEOUT))
   if config.getoption('--long'):
     return
   long_runs = [i for i in items if i.get_closest_marker('long')]

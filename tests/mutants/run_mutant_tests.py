@@ -10,8 +10,9 @@ run as `python -m pytest -x -q` (the first failure ends the run).
 
 Exit status 0 (the mutant survived) when every test passes, when no test
 runs the mutated lines (uncovered code is a gap, not an excuse) or when the
-tests run longer than --timeout (a slow run proves nothing; report.py counts
-these apart, as not killed); 1 (killed) when a test fails or errors, or the
+tests run longer than --timeout in all (a slow run proves nothing; report.py
+counts these apart, as not killed); 1 (killed) when a test fails or errors
+(a test that hangs fails at pytest.ini's limit a test, as in CI), or the
 tests cannot be collected (the mutant broke an import: pytest says "ERROR
 collecting", or "ImportError while loading conftest" when a conftest.py
 imports the module, whatever its exit status). A map that names a test that no
