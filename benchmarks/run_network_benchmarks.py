@@ -41,7 +41,7 @@ the start of that round. The results files are written after every round;
 round's pace says would end after that time, and the results name what was
 cut.
 
-The full plan (63 cells, 2 rounds; `--plan` estimates 41 minutes, the
+The full plan (91 cells, 2 rounds; `--plan` estimates 66 minutes, the
 machine's load makes it 1-1.5x that: the 44 cells before issue 26's took
 25 minutes on 2026-12-01; the goal's cells come last in it, first in
 round 2):
@@ -72,6 +72,17 @@ round 2):
   links, 2 and 4 workers (c0). `--subset allreduce` runs these cells and
   the collective_all_reduce cells of lenet alone (24 cells; `--plan
   --subset allreduce` estimates 13 minutes for 2 rounds);
+- the balanced family (issue 32): resnet20 on cifar10 (1.09 MB of
+  variables, batch 16 a tower), 2 workers, 1 PS, whose compute and
+  transfer are comparable: parameter_server, staged, distributed_replicated,
+  collective_all_reduce and distributed_all_reduce (xring) with one tower a
+  worker, and the two all-reduces with two (pscpu/xring), each at three
+  rates where its bound is about 2x, 1x and 0.5x of c0 (the arithmetic:
+  `network/plan.py`, BALANCED_RATES) and on unshaped links; each cell's
+  step against max(c0, bound), which a step that hides its transfer behind
+  the backward pass reaches, and against c0 + bound, which one that hides
+  none of it takes. `--subset balanced` runs these 28 cells alone (`--plan
+  --subset balanced` estimates 25 minutes for 2 rounds);
 - lenet on unshaped links (the same veth pairs and bridge, no tbf), 2
   workers: staged and asynchronous parameter_server and
   collective_all_reduce with 1 PS, the plain, staged and asynchronous PS
@@ -163,8 +174,11 @@ parameter_server at most 1.15x of W x B / R; synchronous parameter_server
 and distributed_replicated within 1.05x of 2 x W x B / R;
 collective_all_reduce and asynchronous parameter_server within 1.10x of
 theirs; with 2 PS tasks and partitioning every PS-type strategy at most
-0.55x of its 1-PS step. The verdict is the median's, with the rounds on the
-other side of the goal.
+0.55x of its 1-PS step. Issue 32's, on the balanced family: every
+strategy's step at most 1.10x max(c0, its bound) (the ring for the
+all-reduces, W x B_ps / R for the staged PS, 2 x W x B_ps / R for the
+synchronous PS and distributed_replicated). The verdict is the median's,
+with the rounds on the other side of the goal.
 
 `--quick` (200mbit, lenet, 2 workers: 1 PS with both twins and the
 diagnostic, distributed_all_reduce and 2-tower cells, 2 PS partitioned,
@@ -173,7 +187,7 @@ six unshaped cells; 2 rounds of 4 timed steps; 10-15 minutes) writes
 `benchmarks/NETWORK_RESULTS.md` and the `network goals` section of
 `benchmarks/RESULTS.md` (run_benchmarks.py keeps it); `--output` writes
 the whole file elsewhere and RESULTS.md not at all. `--subset NAME` runs
-only the plan's cells of that subset (`allreduce`) and writes
+only the plan's cells of that subset (`allreduce`, `balanced`) and writes
 `benchmarks/NETWORK_<NAME>_RESULTS.md` (`_quick` with `--quick`), naming
 the commit measured and the subset, and leaves NETWORK_RESULTS.md and
 RESULTS.md alone; `--rounds N` runs N rounds instead of the plan's 2.

@@ -8,6 +8,20 @@ from variable_mgr.benchmark.reports import measure
 
 
 BATCH = 8
+# A workload's synthetic data and batch a tower, where not 'small' and
+# BATCH: resnet20 as issue 32 measured it (cifar10, 16 a worker).
+DATA_NAMES = {'resnet20': 'cifar10'}
+BATCHES = {'resnet20': 16}
+
+
+def data_name(workload):
+  return DATA_NAMES.get(workload, 'small')
+
+
+def batch(workload):
+  """Images a tower of `workload` takes a step."""
+  return BATCHES.get(workload, BATCH)
+
 
 # In-graph replication: a controller task (a host of its own on the
 # network) runs one graph over every worker's towers.
@@ -134,6 +148,7 @@ def full_cells():
       s + PARTITIONED for s in ('parameter_server',
                                 'staged parameter_server')])
   cells += allreduce_cells()
+  cells += balanced_cells()
   cells += layout(MBIT, 'lenet', 4, 1, [
       s for s in STRATEGIES if s not in ('distributed_replicated', PSS)])
   cells += layout(MBIT, 'lenet', 4, 2, [
@@ -164,6 +179,38 @@ def allreduce_cells():
   return cells
 
 
+# The balanced family (issue 32): a model whose compute and transfer are
+# comparable, resnet20 on cifar10 (1.09 MB of variables), 2 workers, 1 PS.
+# Each strategy at three rates where its bound is about 0.5x, 1x and 2x of
+# c0: from the steps issue 32 measured on unshaped links (161-172 ms at 16
+# a worker) and a goodput of 0.94 x the rate, the ring's B / R is 1x of
+# c0 near 56mbit; the staged PS's W x B / R is twice the ring's bytes, the
+# synchronous PS's 2 x W x B / R four times; two towers a worker double
+# the compute (c0) and keep the ring's bytes. The rates in mbit, 2x, 1x
+# and 0.5x of c0 in that order.
+BALANCED_WORKLOAD = 'resnet20'
+BALANCED_RATES = collections.OrderedDict([
+    ('parameter_server', (100, 200, 400)),
+    ('staged parameter_server', (50, 100, 200)),
+    ('distributed_replicated', (100, 200, 400)),
+    ('collective_all_reduce', (25, 50, 100)),
+    (DAR, (25, 50, 100)),
+    ('collective_all_reduce' + TWO_TOWERS, (12, 25, 50)),
+    (DAR_TWO_STAGE + TWO_TOWERS, (12, 25, 50)),
+])
+
+
+def balanced_cells():
+  """The balanced family: every strategy of BALANCED_RATES at its three
+  rates, then each on unshaped links (its c0)."""
+  cells = []
+  for strategy, rates in BALANCED_RATES.items():
+    for rate in rates:
+      cells += layout(rate * 10**6, BALANCED_WORKLOAD, 2, 1, [strategy])
+  cells += layout(None, BALANCED_WORKLOAD, 2, 1, list(BALANCED_RATES))
+  return cells
+
+
 def quick_cells():
   cells = layout(MBIT, 'lenet', 2, 1, STRATEGIES)
   cells += layout(MBIT, 'lenet', 2, 1, TOWERED)
@@ -180,9 +227,9 @@ def quick_cells():
 
 
 FULL = dict(name='full', cells=full_cells, rounds=2,
-            steps={'lenet': 5, 'resnet50_vars': 3},
-            async_steps={'lenet': 10, 'resnet50_vars': 3},
-            warmup={'lenet': 1, 'resnet50_vars': 1})
+            steps={'lenet': 5, 'resnet50_vars': 3, 'resnet20': 5},
+            async_steps={'lenet': 10, 'resnet50_vars': 3, 'resnet20': 5},
+            warmup={'lenet': 1, 'resnet50_vars': 1, 'resnet20': 2})
 QUICK = dict(name='quick', cells=quick_cells, rounds=2,
              steps={'lenet': 4}, async_steps={'lenet': 8},
              warmup={'lenet': 1})
@@ -200,6 +247,10 @@ SUBSETS = collections.OrderedDict([
         'towers a worker, lenet, shaped and unshaped',
         lambda cell: cell.workload == 'lenet' and base(cell.strategy) in (
             ['collective_all_reduce', DAR] + list(TOWERED)))),
+    ('balanced', (
+        'every synchronous cluster strategy on resnet20, whose compute and '
+        'transfer are comparable, at three rates each and unshaped',
+        lambda cell: cell.workload == BALANCED_WORKLOAD)),
 ])
 
 

@@ -15,7 +15,6 @@ from .links import busy_seconds
 from .links import measure_goodput
 from .links import port_bytes
 from .links import queue_delay
-from .plan import BATCH
 from .plan import LABELS
 from .plan import NO_PROBE
 from .plan import NO_PROBE_FLAG
@@ -24,8 +23,10 @@ from .plan import PARTITIONED
 from .plan import PARTITION_MIN_BYTES
 from .plan import TWINS
 from .plan import base
+from .plan import batch
 from .plan import cell_steps
 from .plan import cell_warmup
+from .plan import data_name
 from .plan import describe
 from .plan import has_controller
 from .plan import key
@@ -74,17 +75,17 @@ def cell_flags(cell, steps, warmup, op_timeout):
   what = LABELS[base(cell.strategy)][0]
   if cell.strategy in TWINS:
     return [sys.executable, TWINS_SCRIPT, what], [
-        '--model', cell.workload, '--batch_size', str(BATCH),
+        '--model', cell.workload, '--batch_size', str(batch(cell.workload)),
         '--num_batches', str(steps), '--num_warmup_batches', str(warmup),
         '--startup_timeout_secs', '300']
   flags = list(what)
   if cell.strategy.endswith(PARTITIONED):
     flags += ['--variable_partition_min_bytes', str(PARTITION_MIN_BYTES)]
   flags += [
-      '--model', cell.workload, '--data_name', 'small',
+      '--model', cell.workload, '--data_name', data_name(cell.workload),
       '--num_gpus', str(towers(cell.strategy)),
       '--device', 'cpu',
-      '--batch_size', str(BATCH), '--num_batches', str(steps),
+      '--batch_size', str(batch(cell.workload)), '--num_batches', str(steps),
       '--num_warmup_batches', str(warmup), '--display_every',
       # Asynchronous workers print every step: their phase is measured.
       str(1 if kind(cell.strategy) == 'async_ps' else steps),
@@ -192,7 +193,7 @@ def run_cell(cell, steps, warmup, op_timeout, shapes_file, log):
 def images_a_step(cell):
   """The images of one step of a task's results: a worker's towers', or
   (a controller's one graph) every worker's."""
-  images = BATCH * towers(cell.strategy)
+  images = batch(cell.workload) * towers(cell.strategy)
   return images * cell.workers if has_controller(cell.strategy) else images
 
 

@@ -7,13 +7,15 @@ import statistics
 from variable_mgr.benchmark.reports import markdown
 
 from .allreduce import allreduce_lines
+from .balanced import balanced_lines
 from .goals import cause_bullets
 from .goals import cause_lines
 from .goals import goal_lines
-from .plan import BATCH
+from .plan import BALANCED_WORKLOAD
 from .plan import BOUND_NAMES
 from .plan import Cell
 from .plan import TWINS
+from .plan import batch
 from .plan import UNSHAPED_STEPS
 from .plan import UNSHAPED_WARMUP
 from .plan import has_controller
@@ -130,10 +132,11 @@ def method_lines(results, plan):
   return [
       '- every task a network namespace on one bridge, its link shaped both '
       'ways with `tc tbf` (or unshaped); one tower (a virtual CPU) a worker '
-      '(two where a cell says so), batch %d a tower; distributed_all_reduce\'s '
-      'controller a host of its own on the bridge; every host shares this machine\'s 2 processors, and other '
+      '(two where a cell says so), batch a tower: %s; '
+      'distributed_all_reduce\'s controller a host of its own on the '
+      'bridge; every host shares this machine\'s 2 processors, and other '
       'jobs (other test runs) used the same processors during the run' %
-      BATCH,
+      ', '.join('%s %d' % (w, batch(w)) for w in sorted(results['bytes'])),
       '- %d of %d rounds; each cell a fresh network and cluster a round, '
       'round 1 in the plan\'s order, round 2 reversed; timed steps after '
       'warm-up steps: %s; a cell\'s step is the mean over its workers of '
@@ -170,12 +173,25 @@ def every_cell_lines(t, sizes):
   return lines
 
 
+# A subset's title, its table's heading and the function of its lines.
+SUBSET_SECTIONS = {
+    'allreduce': ('distributed_all_reduce beside collective_all_reduce '
+                  '(issue 26): steps on shaped links',
+                  'Against the ring bound, beside collective_all_reduce',
+                  allreduce_lines),
+    'balanced': ('Compute and transfer comparable (issue 32): steps '
+                 'against max(c0, bound)',
+                 'resnet20, 2 workers, against max(c0, bound) and c0 + '
+                 'bound', balanced_lines),
+}
+
+
 def subset_lines(results, plan, source, command, elapsed):
   """The lines of a run of a subset of the plan (`plan['subset']`)."""
   t = Table(results)
   sizes = results['sizes']
-  lines = ['## distributed_all_reduce beside collective_all_reduce (issue '
-           '26): steps on shaped links', '',
+  title, heading, section = SUBSET_SECTIONS[plan['subset']]
+  lines = ['## %s' % title, '',
            'Written by `benchmarks/run_network_benchmarks.py --subset %s` '
            '(its docstring defines the bounds and the plan).' %
            plan['subset'], '',
@@ -185,9 +201,8 @@ def subset_lines(results, plan, source, command, elapsed):
                plan['subset'], len(results['plan']),
                plan['name'].split(',')[0])]
   lines += method_lines(results, plan)
-  lines += ['', '### Against the ring bound, beside collective_all_reduce',
-            '']
-  lines += allreduce_lines(t, sizes)
+  lines += ['', '### %s' % heading, '']
+  lines += section(t, sizes)
   lines += every_cell_lines(t, sizes)
   return lines
 
@@ -237,5 +252,9 @@ def section_lines(results, plan, source, command, elapsed, full_file=None):
   lines += ['', '### distributed_all_reduce beside collective_all_reduce',
             '']
   lines += allreduce_lines(t, sizes)
+  if BALANCED_WORKLOAD in sizes:  # Not in a run of an older plan.
+    lines += ['', '### Compute and transfer comparable: %s' %
+              SUBSET_SECTIONS['balanced'][1], '']
+    lines += balanced_lines(t, sizes)
   lines += every_cell_lines(t, sizes)
   return lines

@@ -9,6 +9,7 @@ from .plan import cell_steps
 from .plan import cell_warmup
 from .plan import kind
 from .plan import task_count
+from .plan import towers
 
 
 def variable_bytes(shapes):
@@ -109,4 +110,9 @@ def estimate_cell_secs(cell, plan, sizes, goodput=None):
   start = 4.0 + 2.5 * task_count(cell)
   if cell.workload == 'resnet50_vars':
     start += 25.0  # its 161 variables' graphs and the first full pull
+  if cell.workload == 'resnet20':
+    # Its 65 variables' graphs; its compute, about 0.17 s a tower's step
+    # (issue 32), added whole to the transfer's.
+    start += 10.0
+    step += 0.17 * towers(cell.strategy)
   return start + steps * step

@@ -1,0 +1,126 @@
+"""The balanced family (issue 32): on a model whose compute and transfer
+are comparable, each cell's step against the larger of its compute (c0,
+the same cluster's step on unshaped links) and its transfer bound, and
+against their sum. A step at max(c0, bound) hides the transfer behind the
+backward pass; a step at c0 + bound hides none of it."""
+
+from variable_mgr.benchmark.reports import markdown
+
+from .allreduce import host_mb
+from .allreduce import mb_text
+from .allreduce import ring_bytes
+from .plan import BALANCED_RATES
+from .plan import BALANCED_WORKLOAD
+from .plan import Cell
+from .plan import TWO_TOWERS
+from .plan import batch
+from .plan import kind
+from .plan import num_ps_of
+from .plan import towers
+from .table import median_of
+from .table import ms_spread
+from .table import x_spread
+from .table import x_verdict
+
+# Issue 32's goal: every strategy's step at most this much over
+# max(c0, its bound).
+GOAL = 1.10
+# The bound a strategy's step is held to, by kind (transfer.bounds).
+BOUND_OF_KIND = {'ring': 'ring', 'staged_ps': 'full_duplex',
+                 'sync_ps': 'pull_then_push'}
+BOUND_TEXT = {'ring': '2(W-1)/W x B / R', 'full_duplex': 'W x B_ps / R',
+              'pull_then_push': '2 x W x B_ps / R'}
+
+
+def bound_name(strategy):
+  return BOUND_OF_KIND[kind(strategy)]
+
+
+def worker_bytes(strategy, sizes, workers):
+  """The bytes a worker's link carries each way a step: the ring's
+  2(W-1)/W x B, or all of B (a PS worker pulls and pushes every
+  variable)."""
+  if kind(strategy) == 'ring':
+    return ring_bytes(sizes, workers)
+  return float(sum(sizes))
+
+
+def cell_figures(t, cell, sizes):
+  """Per round of `cell`: its step, c0, bound and the ratios; medians and
+  spreads are taken by the caller."""
+  name = bound_name(cell.strategy)
+  c0 = t.unshaped(cell)
+  found = dict(steps=[], bounds=[], over_c0=[], over_max=[], over_sum=[])
+  for run in t.runs(cell):
+    if 'step_secs' not in run or not run.get('goodput'):
+      continue
+    step = t.step(run)
+    bound = t.bounds(cell, run, sizes)[name]
+    found['steps'].append(step)
+    found['bounds'].append(bound)
+    if run['round'] in c0:
+      c = c0[run['round']]
+      found['over_c0'].append(bound / c)
+      found['over_max'].append(step / max(c, bound))
+      found['over_sum'].append(step / (c + bound))
+  found['c0'] = list(c0.values())
+  found['hosts'] = host_mb(t, cell)
+  return found
+
+
+def balanced_rows(t, sizes):
+  """One row a shaped cell of the family in the results, by strategy then
+  rate (slowest first)."""
+  from variable_mgr.benchmark.cluster import netns  # pylint: disable=g-import-not-at-top
+  model = sizes[BALANCED_WORKLOAD]
+  rows = []
+  for strategy, rates in BALANCED_RATES.items():
+    for rate in rates:
+      cell = Cell(rate * 10**6, BALANCED_WORKLOAD, 2, num_ps_of(strategy, 1),
+                  strategy)
+      if not t.runs(cell):
+        continue
+      f = cell_figures(t, cell, model)
+      of = worker_bytes(strategy, model, cell.workers) / 1e6
+      rows.append([
+          '%s, %d workers x %d' % (netns.rate_text(cell.rate), cell.workers,
+                                   towers(strategy)),
+          strategy.replace(TWO_TOWERS, ''), ms_spread(f['steps']),
+          ms_spread(f['c0']),
+          '%s %.0f ms' % (BOUND_TEXT[bound_name(strategy)],
+                          1000 * median_of(f['bounds']))
+          if f['bounds'] else 'not measured',
+          x_spread(f['over_c0']), x_spread(f['over_max']),
+          x_verdict(f['over_max'], GOAL), x_spread(f['over_sum']),
+          mb_text(f['hosts']['workers'], of)])
+  return rows
+
+
+def balanced_lines(t, sizes):
+  """The section's table and how to read it."""
+  model = sizes[BALANCED_WORKLOAD]
+  lines = [
+      'Each cell: 2 workers x towers a worker, 1 PS task (none under '
+      'distributed_all_reduce, whose controller is a host of its own), '
+      '%s (B = %.2f MB), batch %d a tower. Step: median over the rounds '
+      '(range); c0: the same cluster\'s step on unshaped links in the same '
+      'round, its compute and what the veths add; the bound: the '
+      'strategy\'s transfer bound at the round\'s measured goodput R (ring '
+      'for the all-reduces, W x B_ps / R for the staged PS, 2 x W x B_ps / '
+      'R for the synchronous PS and distributed_replicated); bound / c0: '
+      'how balanced the cell is; step / max(c0, bound): 1.00x hides the '
+      'transfer behind the compute, the goal is at most %.2fx; step / '
+      '(c0 + bound): 1.00x hides none of it; the workers\' links: MB a step '
+      'sent / received by the busiest worker, and their ratio to what a '
+      'worker must carry (the ring\'s 2(W-1)/W x B = %.2f MB, or all of B '
+      'pulled and pushed). Every ratio is taken within a round.' % (
+          BALANCED_WORKLOAD, sum(model) / 1e6, batch(BALANCED_WORKLOAD),
+          GOAL, ring_bytes(model, 2) / 1e6), '']
+  lines += markdown.table(
+      ['cell', 'strategy', 'step', 'c0 (unshaped)', 'bound',
+       'bound / c0', 'step / max(c0, bound)', 'goal (%.2fx)' % GOAL,
+       'step / (c0 + bound)',
+       'workers\' links: MB a step sent / received (of what a worker '
+       'carries)'],
+      balanced_rows(t, sizes), 'llllllllll')
+  return lines

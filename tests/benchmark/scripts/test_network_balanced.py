@@ -1,0 +1,141 @@
+"""benchmarks/run_network_benchmarks.py's balanced family (issue 32): the
+plan's cells and `--subset balanced`, resnet20's flags, and the section's
+figures from raw runs against the closed forms (no cluster is started)."""
+
+import importlib
+import importlib.util
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+# Bytes of two float32 variables, 1.0 MB together: a stand-in for resnet20.
+MODEL = [800000, 200000]
+
+
+@pytest.fixture(scope='module')
+def plan():
+  spec = importlib.util.spec_from_file_location(
+      'run_network_benchmarks',
+      os.path.join(ROOT, 'benchmarks', 'run_network_benchmarks.py'))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)  # Puts benchmarks/ and the root on the path.
+  return importlib.import_module('benchmarks.network.plan')
+
+
+def test_the_balanced_subset_of_the_full_plan(plan):
+  full = plan.full_cells()
+  cells = plan.subset_plan(plan.FULL, 'balanced')['cells']()
+  assert cells == [c for c in full if c.workload == 'resnet20']
+  assert len(set(cells)) == len(cells) == 7 * 4
+  for strategy, rates in plan.BALANCED_RATES.items():
+    # Three rates, slowest first, each double the one before (near enough
+    # for tc's whole mbit), and the unshaped cell.
+    assert rates[1] in (2 * rates[0], 2 * rates[0] + 1)
+    assert rates[2] == 2 * rates[1]
+    num_ps = 0 if plan.has_controller(strategy) else 1
+    for rate in [r * 10**6 for r in rates] + [None]:
+      assert plan.Cell(rate, 'resnet20', 2, num_ps, strategy) in cells
+  # Every synchronous cluster strategy of the plan, with one and two
+  # towers a worker for the all-reduces.
+  assert set(plan.BALANCED_RATES) == (
+      {s for s in plan.OWN if plan.kind(s) != 'async_ps'} |
+      set(plan.TOWERED))
+  # A bound's bytes double from ring to staged to synchronous PS: so do
+  # the rates that put it at the same multiple of c0.
+  rates = plan.BALANCED_RATES
+  assert rates['staged parameter_server'] == tuple(
+      2 * r for r in rates['collective_all_reduce'])
+  assert rates['parameter_server'] == tuple(
+      4 * r for r in rates['collective_all_reduce'])
+  assert rates['distributed_replicated'] == rates['parameter_server']
+
+
+def test_resnet20_cells_run_cifar10_at_16_a_tower(plan):
+  runs = importlib.import_module('benchmarks.network.runs')
+  cell = plan.Cell(50 * 10**6, 'resnet20', 2, 1,
+                   'collective_all_reduce' + plan.TWO_TOWERS)
+  _, flags = runs.cell_flags(cell, 5, 2, 60.0)
+  assert flags[flags.index('--data_name') + 1] == 'cifar10'
+  assert flags[flags.index('--batch_size') + 1] == '16'
+  assert flags[flags.index('--num_gpus') + 1] == '2'
+  assert runs.images_a_step(cell) == 32
+  # lenet keeps the small data and batch 8.
+  _, flags = runs.cell_flags(cell._replace(workload='lenet'), 5, 1, 60.0)
+  assert flags[flags.index('--data_name') + 1] == 'small'
+  assert flags[flags.index('--batch_size') + 1] == '8'
+  assert plan.cell_steps(plan.FULL, cell) == 5
+  assert plan.cell_warmup(plan.FULL, cell) == 2
+
+
+def _run(cell, r, step, goodput=48e6, sent=None, steps=5):
+  run = {'cell': list(cell), 'round': r, 'step_secs': [step],
+         'goodput': goodput, 'timed_steps': steps, 'window': step * steps}
+  if sent is not None:
+    run['links'] = {str(h): [s * steps, s * steps]
+                    for h, s in enumerate(sent)}
+  return run
+
+
+def test_balanced_rows_from_raw_runs(plan):
+  table = importlib.import_module('benchmarks.network.table')
+  balanced = importlib.import_module('benchmarks.network.balanced')
+  total = float(sum(MODEL))  # 1.0 MB
+  coll = plan.Cell(50 * 10**6, 'resnet20', 2, 1, 'collective_all_reduce')
+  sync = plan.Cell(200 * 10**6, 'resnet20', 2, 1, 'parameter_server')
+  runs = [
+      # PS 0, then the workers: each worker carries B = 1.0 MB.
+      _run(coll, 0, 0.26, sent=[2000.0, 1.02e6, 1.01e6]),
+      _run(coll, 1, 0.24, sent=[2000.0, 1.02e6, 1.01e6]),
+      _run(coll._replace(rate=None), 0, 0.16),
+      _run(coll._replace(rate=None), 1, 0.20),
+      _run(sync, 0, 0.30, goodput=192e6, sent=[4e6, 2e6, 2e6]),
+      _run(sync._replace(rate=None), 0, 0.18)]
+  results = {'plan': [plan.key(c) for c in (coll, sync)], 'runs': runs,
+             'sizes': {'resnet20': MODEL}}
+  rows = balanced.balanced_rows(table.Table(results), results['sizes'])
+  assert [r[1] for r in rows] == ['parameter_server',
+                                  'collective_all_reduce']
+  ps_row, ring_row = rows
+  ring = total * 8 / 48e6  # 2(W-1)/W x B / R at 2 workers: 167 ms
+  assert ring_row[0] == '50mbit, 2 workers x 1'
+  assert ring_row[2] == '250 ms (240-260)'
+  assert ring_row[3] == '180 ms (160-200)'
+  assert ring_row[4] == '2(W-1)/W x B / R %.0f ms' % (1000 * ring)
+  # bound / c0, step / max(c0, bound), step / (c0 + bound): per round.
+  over_c0 = sorted([ring / 0.16, ring / 0.20])
+  assert ring_row[5] == '%.2fx (%.2f-%.2f)' % (
+      sum(over_c0) / 2, over_c0[0], over_c0[1])
+  over_max = sorted([0.26 / max(0.16, ring), 0.24 / max(0.20, ring)])
+  assert ring_row[6] == '%.2fx (%.2f-%.2f)' % (
+      sum(over_max) / 2, over_max[0], over_max[1])
+  # 1.53x and 1.44x: above the goal in both rounds.
+  assert ring_row[7] == '**not met**'
+  over_sum = sorted([0.26 / (0.16 + ring), 0.24 / (0.20 + ring)])
+  assert ring_row[8] == '%.2fx (%.2f-%.2f)' % (
+      sum(over_sum) / 2, over_sum[0], over_sum[1])
+  assert ring_row[9] == '1.02 / 1.02 (%.2fx / %.2fx)' % (
+      1.02e6 / total, 1.02e6 / total)
+  # The synchronous PS against 2 x W x B_ps / R (both variables on PS 0).
+  pull_push = 2 * 2 * total * 8 / 192e6
+  assert ps_row[4] == '2 x W x B_ps / R %.0f ms' % (1000 * pull_push)
+  assert ps_row[6] == '%.2fx, one round' % (0.30 / max(0.18, pull_push))
+  assert ps_row[9] == '2.00 / 2.00 (%.2fx / %.2fx)' % (
+      2e6 / total, 2e6 / total)
+
+
+def test_the_subset_s_section(plan):
+  text = importlib.import_module('benchmarks.network.text')
+  cell = plan.Cell(50 * 10**6, 'resnet20', 2, 1, 'collective_all_reduce')
+  results = {'plan': [plan.key(cell)], 'runs': [_run(cell, 0, 0.25)],
+             'sizes': {'resnet20': MODEL}, 'bytes': {'resnet20': 1e6},
+             'rounds': 1, 'goodput': {}, 'cut': []}
+  lines = text.subset_lines(results, plan.subset_plan(plan.FULL,
+                                                       'balanced'),
+                            'abc', 'cmd', 60.0)
+  assert lines[0] == ('## Compute and transfer comparable (issue 32): '
+                      'steps against max(c0, bound)')
+  assert ('### resnet20, 2 workers, against max(c0, bound) and c0 + bound'
+          in lines)
+  assert any('batch a tower: resnet20 16' in l for l in lines)
