@@ -1,7 +1,8 @@
 """A PS task stops only once every worker has finished and exited: a
 server that stops as soon as the last token is in can cut off the answer
 to the worker's call that put it, and that worker then reports the PS dead
-after a run that succeeded (seen as "Socket closed" under load)."""
+after a run that succeeded (seen as "Socket closed" under load). The PS
+runs as a task's entry runs it (`cluster.task.run_task`)."""
 
 import socket
 import threading
@@ -9,8 +10,7 @@ import time
 
 import tensorflow as _tf
 
-from variable_mgr.benchmark.cluster import ps_task
-from variable_mgr.benchmark.cluster import task_spec
+from variable_mgr.benchmark.cluster import task
 from variable_mgr.benchmark.cluster import worker_graph
 from variable_mgr.benchmark.flags import command_line as flags_lib
 from variable_mgr.benchmark.runs import in_process
@@ -31,14 +31,18 @@ def test_the_ps_serves_until_the_finished_worker_has_exited():
        '--worker_hosts', '127.0.0.1:%d' % worker_port,
        '--variable_update', 'parameter_server', '--model', 'trivial',
        '--op_timeout_secs', '30'], environ={})
-  spec = task_spec.from_flags('ps', 0, args.ps_hosts, args.worker_hosts)
   returned = []
   lines = []
   thread = threading.Thread(target=lambda: returned.append(
-      ps_task.run_ps(spec, args, log=lines.append)))
+      task.run_task(args, {}, log=lines.append)))
   thread.daemon = True
   thread.start()
   try:
+    # Serving, before any session asks it for anything.
+    end = time.time() + 30.0
+    while not any(' serving at ' in l for l in lines):
+      assert thread.is_alive() and time.time() < end, lines
+      time.sleep(0.05)
     graph = tf.Graph()
     with graph.as_default():
       for kind in ('started', 'done'):

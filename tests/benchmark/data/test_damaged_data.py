@@ -213,3 +213,20 @@ def test_a_data_loss_in_a_file_that_is_not_a_tfrecord_names_it(tmp_path):
       'match); write the file again (or copy it again) from its source'
       % foreign)
   assert 'truncated' not in line
+
+
+@pytest.mark.parametrize('label,written', [(1001, '1001'), (-3, '-3'),
+                                           (None, 'missing')])
+def test_a_record_parsed_alone_is_named_as_such(label, written):
+  """parse_example without `where` (a record not read from a file): the
+  message says "(a record)" and no index in a file (-1)."""
+  jpeg = imagenet_files.jpegs([(8, 8)])[0]
+  with tf.Graph().as_default():
+    _, parsed, _ = imagenet_records.parse_example(
+        tf.constant(imagenet_files.example(jpeg, label)))
+    with tf.Session() as sess:
+      with pytest.raises(tf.errors.InvalidArgumentError) as info:
+        sess.run(parsed)
+  assert ('(a record): record -1 (counting from 0) has image/class/label '
+          '%s, not one of the 1001 classes 0 to 1000' % written
+          in info.value.message)

@@ -1,0 +1,60 @@
+"""The fields of the worker graph the cluster runner builds
+(`cluster.worker_graph.build_worker_graph`) are the tensors their names
+say: the chief's save decisions (`save_request`, fed; `save_step`, read by
+every worker) and the saved step's snapshot (`snapshot_step`), each where
+it is made and None where it is not (checked on the graph; the cluster
+tests run them)."""
+
+import pytest
+
+import variable_mgr
+from variable_mgr.benchmark.cluster import task_spec
+from variable_mgr.benchmark.cluster import worker_graph
+from variable_mgr.benchmark.training import run_config
+from variable_mgr.compat import tf
+
+
+def _graph(task_index, tmp_path, **fields):
+  workers = ['127.0.0.1:%d' % (2400 + k) for k in range(2)]
+  spec = task_spec.TaskSpec('worker', task_index, ['127.0.0.1:2399'], workers)
+  config = run_config.BenchmarkConfig(
+      model='trivial', num_gpus=1, variable_update='parameter_server',
+      train_dir=str(tmp_path), **fields).resolved()
+  host = variable_mgr.ClusterBenchmarkCnn(spec.cluster_dict(), task_index, 1)
+  return worker_graph.build_worker_graph(config, host, spec, sync=True)
+
+
+def _read_variable(tensor):
+  """The name of the variable a read tensor reads (ref or resource)."""
+  op = tensor.op
+  while op.type in ('Identity', 'ReadVariableOp') and op.inputs:
+    op = op.inputs[0].op
+  return op.name
+
+
+def test_the_chief_s_save_fields(tmp_path):
+  g = _graph(0, tmp_path, save_model_secs=60)
+  # The chief's decision, fed before a step.
+  assert g.save_request.op.type == 'Placeholder'
+  assert g.save_request.dtype == tf.int64
+  assert g.save_request.op.name == 'save_request'
+  # What every worker reads after the step's barrier.
+  assert _read_variable(g.save_step) == 'save_step'
+  # The snapshot of the global step the saver writes.
+  assert g.snapshot_step.dtype.base_dtype == tf.int64
+  assert _read_variable(g.snapshot_step) == 'saved_global_step'
+  assert g.saver is not None and g.restorer is not None
+
+
+def test_another_worker_reads_the_decision_and_saves_nothing(tmp_path):
+  g = _graph(1, tmp_path, save_model_secs=60)
+  assert g.save_request is None
+  assert _read_variable(g.save_step) == 'save_step'
+  assert g.snapshot_step is None and g.saver is None
+
+
+@pytest.mark.parametrize('task_index', [0, 1])
+def test_without_timed_saves_no_decision_travels(task_index, tmp_path):
+  g = _graph(task_index, tmp_path)
+  assert g.save_request is None and g.save_step is None
+  assert (g.snapshot_step is not None) == (task_index == 0)
