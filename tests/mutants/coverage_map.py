@@ -25,11 +25,15 @@ and writes the map anew.
 The map's JSON: "tests", every test id once; "sets", lists of indexes into
 "tests"; "files", for each package file (relative to the repository) a
 mapping of line number to an index into "sets" (lines run by the same tests
-share one set).
+share one set); "sources", the sha1 of every package file measured. An
+update refuses to run once the package differs from those (its line
+numbers and the map's would not agree), and run_population.py refuses a
+map measured on other code than its population's.
 """
 
 import argparse
 import ast
+import hashlib
 import json
 import os
 import shutil
@@ -54,6 +58,31 @@ data_file = {data_file}
 """
 
 
+def package_sources(root=REPO):
+  """{package file relative to `root`: sha1 of its bytes}."""
+  found = {}
+  for directory, _, names in os.walk(os.path.join(root, PACKAGE)):
+    for name in names:
+      if name.endswith('.py'):
+        path = os.path.join(directory, name)
+        with open(path, 'rb') as f:
+          found[os.path.relpath(path, root)] = hashlib.sha1(
+              f.read()).hexdigest()
+  return found
+
+
+def stale_files(path=MAP_PATH, root=REPO, names=None):
+  """The package files (of `names`, default every one) that differ from
+  what the map at `path` was measured on: changed, added or removed since
+  (every file when the map records no sources). Their line numbers may
+  have moved, so the map would send a mutant to the wrong tests."""
+  with open(path) as f:
+    measured = json.load(f).get('sources', {})
+  now = package_sources(root)
+  names = set(now) | set(measured) if names is None else set(names)
+  return sorted(n for n in names if now.get(n) != measured.get(n))
+
+
 def load_map(path=MAP_PATH):
   """{file: {line: set of test ids}} of the map at `path` ({} if none)."""
   if not os.path.exists(path):
@@ -66,7 +95,9 @@ def load_map(path=MAP_PATH):
           for name, lines in data['files'].items()}
 
 
-def save_map(files, path=MAP_PATH):
+def save_map(files, path=MAP_PATH, sources=None):
+  """Writes the map; `sources` (package_sources of the code measured) lets
+  stale_files tell when the code has moved on."""
   tests = sorted(set(t for lines in files.values()
                      for ids in lines.values() for t in ids))
   index = {t: i for i, t in enumerate(tests)}
@@ -80,7 +111,8 @@ def save_map(files, path=MAP_PATH):
         sets.append(list(key))
       out[name][str(line)] = set_index[key]
   with open(path, 'w') as f:
-    json.dump({'tests': tests, 'sets': sets, 'files': out}, f,
+    json.dump({'tests': tests, 'sets': sets, 'files': out,
+               'sources': sources or {}}, f,
               separators=(',', ':'), sort_keys=True)
     f.write('\n')
 
@@ -192,6 +224,15 @@ def main(argv=None):
   parser.add_argument('--out', default=MAP_PATH)
   args = parser.parse_args(argv)
   start = time.time()
+  sources = package_sources()
+  if args.tests and os.path.exists(args.out):
+    stale = stale_files(args.out)
+    if stale:
+      raise SystemExit(
+          'coverage map: the package differs from the code the map was '
+          'measured on (%s%s); an update would mix line numbers of both: '
+          'regenerate the whole map (no test paths)' % (
+              ', '.join(stale[:5]), ', ...' if len(stale) > 5 else ''))
   work = tempfile.mkdtemp(prefix='variable_mgr_coverage_map_')
   try:
     new = measure(args.tests or ['tests'], work)
@@ -214,7 +255,10 @@ def main(argv=None):
   files = with_import_lines(
       {name: {line: ids for line, ids in lines.items() if ids}
        for name, lines in files.items()})
-  save_map(files, args.out)
+  if package_sources() != sources:
+    raise SystemExit('coverage map: the package changed while the tests '
+                     'ran; no map written')
+  save_map(files, args.out, sources)
   print('coverage map: %d tests over %d files in %.0f s, written to %s'
         % (len(set(t for lines in files.values() for ids in lines.values()
                    for t in ids)), len(files), time.time() - start,

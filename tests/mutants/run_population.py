@@ -30,6 +30,7 @@ benchmark: variable_mgr/benchmark/ (its cluster/ too).
 
 import argparse
 import datetime
+import fnmatch
 import json
 import os
 import shutil
@@ -40,6 +41,7 @@ import sys
 import tempfile
 import time
 
+import coverage_map
 import report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -129,6 +131,28 @@ def write_config(path, population, pristine, timeout):
         excluded=_toml_list(excluded),
         test_command=_toml_string(command),
         operators=_toml_list(EXCLUDED_OPERATORS)))
+
+
+def check_map(population, copy):
+  """Refuses a run whose coverage map (the copy's) was measured on other
+  code than the copy's population: its line numbers would send mutants to
+  the wrong tests (coverage_map.stale_files)."""
+  module_path, excluded = POPULATIONS[population]
+  names = [n for n in coverage_map.package_sources(copy)
+           if n.startswith(module_path + '/') and
+           not any(fnmatch.fnmatch(n, e) or
+                   fnmatch.fnmatch(n, e.replace('**/', ''))
+                   for e in excluded)]
+  stale = coverage_map.stale_files(
+      os.path.join(copy, 'tests', 'mutants', 'coverage_map.json'), copy,
+      names)
+  if stale:
+    raise SystemExit(
+        'run_population: the coverage map was measured on other code than '
+        'the %s\'s files at this commit (%s%s): regenerate it '
+        '(tests/mutants/coverage_map.py), commit it and run again'
+        % (population, ', '.join(stale[:5]),
+           ', ...' if len(stale) > 5 else ''))
 
 
 def make_session(config, session, copy, size, seed):
@@ -237,6 +261,7 @@ def main(argv=None):
     tests_commit = meta.get('commit_tests', meta['commit'])
     copy_commit(tests_commit, copy)
     copy_commit(tests_commit, pristine)
+    check_map(args.population, copy)
     config = os.path.join(work, 'config.toml')
     write_config(config, args.population, pristine, timeout)
     if not (args.resume or args.rerun_survivors):
