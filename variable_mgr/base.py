@@ -254,6 +254,7 @@ class VariableMgr(metaclass=upstream_calls.CallForms):
         `scale_loss(loss)`.
     """
     towers = [list(grads) for grads in device_grads]
+    validation.check_pairs(towers)
     same_variable = self._same_variable
     if self.master_numbers:
       same_variable = lambda tower_var, first_var: True  # By position.

@@ -50,6 +50,13 @@ def staging_get(area):
   return value
 
 
+def is_variable(value):
+  """True for a variable of either kind. `tf.compat.v1.Variable` is not the
+  base class of TF 2's resource variables; the top-level `tf.Variable` is
+  (on 1.15 both kinds derive from it too)."""
+  return isinstance(value, _tf.Variable)
+
+
 def is_resource_variable(var):
   """True for resource variables (TF 2's default), False for ref variables."""
   return getattr(var, 'op', None) is not None and var.op.type == 'VarHandleOp'

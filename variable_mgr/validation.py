@@ -4,6 +4,7 @@ Each refuses a bad value before any graph is built, with a message that
 names the value, the rule and the fix (an `errors` class a condition).
 """
 
+from variable_mgr import compat
 from variable_mgr import errors
 from variable_mgr.compat import tf
 
@@ -59,6 +60,27 @@ def check_tower_index(device_num, num_towers):
     raise errors.ProtocolError(
         'device_num=%r: this manager has %d towers (0..%d).' %
         (device_num, num_towers, num_towers - 1))
+
+
+def check_pairs(towers):
+  """Refuses a tower entry that is not a `(gradient, variable)` pair: not a
+  pair, a gradient that is not a Tensor, IndexedSlices or None, or a
+  variable that is not one (a pair given as (variable, gradient))."""
+  for t, tower in enumerate(towers):
+    for i, pair in enumerate(tower):
+      ok = isinstance(pair, (tuple, list)) and len(pair) == 2
+      if ok:
+        g, v = pair
+        ok = ((g is None or isinstance(g, (tf.Tensor, tf.IndexedSlices))) and
+              compat.is_variable(v))
+      if not ok:
+        text = repr(pair)
+        raise errors.GradientListError(
+            'entry %d of tower %d is %s: each entry must be a (gradient, '
+            'variable) pair, the gradient a Tensor, IndexedSlices or None '
+            'and the variable the tower\'s own; make them with '
+            'list(zip(tf.gradients(loss, params), params)).' %
+            (i, t, text if len(text) <= 120 else text[:117] + '...'))
 
 
 def check_gradients(towers, num_towers, same_variable):
