@@ -32,6 +32,24 @@ def test_progress_bar_draws_fraction():
   stream = io.StringIO()
   compare.progress_bar(1, 4, 'replicated x2', width=8, stream=stream)
   assert stream.getvalue() == '[##......] 1/4 replicated x2\n'
+  # 8 x 1/3 = 2.67 marks, rounded to the nearest: 3.
+  stream = io.StringIO()
+  compare.progress_bar(1, 3, 'x', width=8, stream=stream)
+  assert stream.getvalue() == '[###.....] 1/3 x\n'
+
+
+class _Terminal(io.StringIO):
+
+  def isatty(self):
+    return True
+
+
+def test_progress_bar_on_a_terminal_redraws_one_line():
+  stream = _Terminal()
+  compare.progress_bar(2, 3, 'x', width=6, stream=stream)
+  compare.progress_bar(3, 3, 'x', width=6, stream=stream)
+  assert stream.getvalue() == ('\r%-79s\r%-79s\n' % ('[####..] 2/3 x',
+                                                     '[######] 3/3 x'))
 
 
 def test_markdown_table_rows():

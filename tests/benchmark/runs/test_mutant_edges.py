@@ -75,6 +75,14 @@ def test_a_controller_task_without_a_job_is_asked_for_one():
       ['--job_name=controller', '--controller_host=127.0.0.1:2222']),
                                  environ={})
   assert spec.name == controller_task.CONTROLLER
+  workers = [('worker:0', '127.0.0.1:2223'), ('worker:1', '127.0.0.1:2224')]
+  assert spec.workers() == workers
+  assert spec.others() == workers  # The controller itself left out.
+  worker = controller_task.resolve(_controller_args(
+      ['--job_name=worker', '--task_index=1',
+       '--controller_host=127.0.0.1:2222']), environ={})
+  assert worker.others() == [(controller_task.CONTROLLER, '127.0.0.1:2222'),
+                             workers[0]]
 
 
 class _Cluster(object):
