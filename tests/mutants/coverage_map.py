@@ -6,9 +6,10 @@
 Runs pytest under coverage.py over `variable_mgr/`, each test in its own
 context (context_plugin.py), the processes the tests start included
 (coverage's `patch = subprocess`: a CLI run, a cluster task, a worker
-measure themselves under the test that started them; `sigterm = true`, so
-that a task stopped by SIGTERM still writes what it ran, though one killed
-by SIGKILL cannot). The result,
+measure themselves under the test that started them; `patch = _exit`, so
+that a process ending in os._exit, as the benchmark's tasks and launcher
+do, still writes what it ran; `sigterm = true`, so that a task stopped by
+SIGTERM does too, though one killed by SIGKILL cannot). The result,
 tests/mutants/coverage_map.json, names for each package file and line the
 tests that ran it (a line that runs when the module is imported, its
 top-level statements and each def's signature, for every test that ran a
@@ -51,7 +52,9 @@ RC_TEMPLATE = """\
 [run]
 source = {source}
 parallel = true
-patch = subprocess
+patch =
+    subprocess
+    _exit
 sigterm = true
 context = ${{VM_MUTANT_TEST_ID-}}
 data_file = {data_file}
