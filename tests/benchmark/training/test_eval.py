@@ -8,6 +8,7 @@ test_datasets.py checks those against scikit-learn's digits).
 
 import json
 import os
+import time
 
 import numpy as np
 import pytest
@@ -173,12 +174,19 @@ def test_a_trained_checkpoint_evaluates_under_another_strategy(tmp_path):
 def test_eval_during_training_evaluates_the_training_variables(tmp_path):
   train_dir = tmp_path / 'train'
   lines = []
+  start = time.time()
   results = local_run.run_one(run_config.BenchmarkConfig(
       model='trivial', variable_update='parameter_server', num_gpus=2,
       batch_size=16, data_name='digits', train_dir=str(train_dir),
       learning_rate=0.05, num_batches=6, num_warmup_batches=0,
       display_every=100, eval_during_training_every_n_steps=3),
       log=lines.append)
+  wall = time.time() - start
+  # The training loop's time, the evaluations left out: between the timed
+  # steps' own time and the whole call's.
+  images = 2 * 16 * len(results['step_seconds'])
+  assert (images / wall <= results['images_per_sec'] <=
+          images / sum(results['step_seconds']))
   evaluations = results['evaluations']
   assert [e['global_step'] for e in evaluations] == [3, 6]
   weights, biases = _checkpoint_values(train_dir)
