@@ -1,0 +1,64 @@
+"""A failed call of a cluster task is named by TensorFlow's own cause line
+(`deadline.DeadlineCaller.explain`): the line after a restore error's
+"Original error:", else the first line that says something (not TF 2's
+"Graph execution error:" preamble, a "Detected at node" line or a
+traceback's). Every other task answers here: the error is this task's."""
+
+import pytest
+import tensorflow as _tf
+
+from variable_mgr.benchmark.cluster import deadline
+
+tf = _tf.compat.v1
+
+
+class _Spec(object):
+  name = 'worker:0'
+
+
+class _Monitor(object):
+  """Every other task alive."""
+  spec = _Spec()
+
+  def others(self, jobs):
+    del jobs
+    return []
+
+  def dead(self, tasks, finished=None):
+    del tasks, finished
+    return []
+
+
+RESTORE = ('Restoring from checkpoint failed. This is most likely due to a '
+           'Variable name or other graph key that is missing from the '
+           'checkpoint.\n\nOriginal error:\n\nKey v/w not found in '
+           'checkpoint\n\t [[node save/RestoreV2]]')
+GRAPH_EXECUTION = ('Graph execution error:\n\nDetected at node '
+                   '\'tower_0/loss\' defined at:\n  File "x.py", line 3\n'
+                   'Traceback (most recent call last):\nIncompatible shapes: '
+                   '[4,10] vs. [8,10]\n\t [[node tower_0/loss]]')
+
+
+@pytest.mark.parametrize('message,cause', [
+    (RESTORE, 'Key v/w not found in checkpoint'),
+    (GRAPH_EXECUTION, 'Incompatible shapes: [4,10] vs. [8,10]'),
+    ('Socket closed.', 'Socket closed'),
+])
+def test_a_failed_call_names_tensorflow_s_cause(monkeypatch, message, cause):
+  monkeypatch.setattr(deadline, 'DEATH_GRACE_SECS', 0.0)
+  call = deadline.DeadlineCaller(tf, None, _Monitor(), 30.0)
+  error = tf.errors.NotFoundError(None, None, message)
+  failure = call.explain(error, 'restoring the checkpoint', 30.0)
+  assert str(failure) == ('task worker:0: NotFoundError while restoring the '
+                          'checkpoint: %s' % cause)
+
+
+def test_a_call_past_its_deadline_says_so(monkeypatch):
+  monkeypatch.setattr(deadline, 'DEATH_GRACE_SECS', 0.0)
+  call = deadline.DeadlineCaller(tf, None, _Monitor(), 30.0)
+  error = tf.errors.DeadlineExceededError(None, None, 'Timed out waiting')
+  failure = call.explain(error, 'running step 3', 30.0)
+  assert str(failure) == (
+      'task worker:0: DeadlineExceededError while running step 3: Timed out '
+      'waiting, within the deadline of 30s, while every other task still '
+      'answers; if steps are that slow, raise --op_timeout_secs.')
