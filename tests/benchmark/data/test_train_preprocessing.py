@@ -3,8 +3,8 @@
 Training: a made-up JPEG whose red channel rises left to right and whose
 green channel rises top to bottom tells, from each output, the crop window
 it came from and whether it was flipped; the output must then equal NumPy's
-bilinear resize of that window of the decoded JPEG (mirrored when flipped),
-scaled to [-1, 1]. About half the outputs are mirrored. The colour
+bilinear resize of that window of the decoded JPEG (mirrored first when
+flipped, as tf_cnn_benchmarks does), scaled to [-1, 1]. About half the outputs are mirrored. The colour
 distortions are read back from images where they have a closed form: a
 single colour (brightness, saturation, hue) and a grey image set against
 the undistorted output of the same seed (contrast, brightness).
@@ -93,26 +93,28 @@ def _windows(profile, out, mirrored):
   for width in range(1, size + 1):
     low, high, frac = _axis(len(out), width)
     starts = np.arange(size - width + 1)[:, None]
-    resized = profile[starts + low] * (1 - frac) + profile[starts + high] * frac
     for flipped in (False, True) if mirrored else (False,):
-      want = out[::-1] if flipped else out
-      errors = np.abs(resized - want).max(axis=1)
+      # The window mirrored before its resize: its k-th column is the
+      # window's (width - 1 - k)-th.
+      lo, hi = (width - 1 - low, width - 1 - high) if flipped else (low, high)
+      resized = profile[starts + lo] * (1 - frac) + profile[starts + hi] * frac
+      errors = np.abs(resized - out).max(axis=1)
       found += [(e, s, width, flipped) for s, e in enumerate(errors)]
   return sorted(found)[:3]
 
 
 def _window_of(got, decoded):
   """(top, height, left, width, flipped) of the window of `decoded` whose
-  resize (mirrored when flipped) is `got`, or None."""
+  resize (of the window mirrored when flipped) is `got`, or None."""
   rows = _windows(decoded[..., 1].mean(axis=1), got[..., 1].mean(axis=1),
                   False)
   columns = _windows(decoded[..., 0].mean(axis=0), got[..., 0].mean(axis=0),
                      True)
   for _, top, height, _ in rows:
     for _, left, width, flipped in columns:
-      want = bilinear(decoded[top:top + height, left:left + width],
-                      *SHAPE[:2])
-      if np.allclose(got, want[:, ::-1] if flipped else want, atol=1e-2):
+      window = decoded[top:top + height, left:left + width]
+      want = bilinear(window[:, ::-1] if flipped else window, *SHAPE[:2])
+      if np.allclose(got, want, atol=1e-2):
         return top, height, left, width, flipped
   return None
 
@@ -124,8 +126,9 @@ def test_training_image_is_a_resized_window_mirrored_about_half_the_time(
   windows = [_window_of(got, decoded) for got in images]
   assert None not in windows, windows
   flips = sum(w[-1] for w in windows)
-  # About half mirrored: the mirror of the unflipped resize, not a resize
-  # of the mirrored window.
+  # About half mirrored: the resize of the mirrored window, as
+  # tf_cnn_benchmarks flips before it resizes (not the mirror of the
+  # resized window: the legacy bilinear resize is not symmetric).
   assert COUNT // 4 <= flips <= COUNT - COUNT // 4, windows
   box_top, box_left = BOX[0] * HEIGHT, BOX[1] * WIDTH
   box_bottom, box_right = BOX[2] * HEIGHT, BOX[3] * WIDTH

@@ -156,9 +156,12 @@ class ImageNet(dataset_base.DataSet):
     def distort(buffer, label, draws):
       begin, size, flip, colour = draws
       image = tf.slice(decode_jpeg(buffer), begin, size)
+      # Flipped before the resize, as tf_cnn_benchmarks does: the legacy
+      # bilinear resize samples each row from its left, so mirroring after
+      # it gives other values (up to 7.5 of 255 on a ramp).
+      image = dataset_base.maybe_flip(image, flip)
       image = tf.image.resize_bilinear(
           tf.expand_dims(image, 0), [height, width], align_corners=False)[0]
-      image = dataset_base.maybe_flip(image, flip)
       image.set_shape([height, width, 3])
       if distortions:
         image = distort_color(image, *colour)
