@@ -173,3 +173,20 @@ def test_a_second_signal_stops_the_step_at_once_without_a_save():
       'interrupted again before the step ended: stopped at once, nothing '
       'was saved')
   assert signal.getsignal(signal.SIGINT) is previous
+
+
+@pytest.mark.parametrize('train_dir', ['/some/train_dir', None])
+def test_a_signal_before_the_first_step_says_nothing_was_saved(train_dir):
+  """Interrupted before `progress.start`: no save is attempted, and the
+  note says what --train_dir holds is as it was."""
+  sess, _, _ = _session_with_a_step()
+  progress = interrupted.Progress()
+  saves = []
+  with pytest.raises(KeyboardInterrupt) as raised:
+    with interrupted.session(sess, progress, saves.append, train_dir):
+      raise KeyboardInterrupt()
+  assert saves == []
+  assert raised.value.note == (
+      'nothing was saved: it stopped before its first step' +
+      (' (the checkpoints already in --train_dir=/some/train_dir are as '
+       'they were)' if train_dir else ' (and no --train_dir was given)'))
