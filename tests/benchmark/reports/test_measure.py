@@ -3,6 +3,7 @@ spread, the worker process protocol."""
 
 import os
 import textwrap
+import time
 
 import pytest
 
@@ -122,3 +123,13 @@ def test_resident_bytes_grow_with_an_allocation(tmp_path):
 def test_package_root_holds_the_package():
   assert os.path.isfile(os.path.join(measure.PACKAGE_ROOT, 'variable_mgr',
                                      '__init__.py'))
+
+
+def test_op_build_seconds_times_the_build_alone():
+  start = time.perf_counter()
+  built = measure.op_build_seconds(200)
+  wall = time.perf_counter() - start
+  # x = tf.constant(1.0), then x + 1.0 until the graph holds 200 ops (each
+  # addition adds the constant 1.0 and the add).
+  assert built['op_count'] == 201
+  assert 0.0 < built['seconds'] <= wall
