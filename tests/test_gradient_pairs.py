@@ -4,22 +4,15 @@
 import pytest
 import tensorflow as tf
 
-import variable_mgr
+import test_errors
 from variable_mgr import errors
 
 tf1 = tf.compat.v1
 
 
 def _towers():
-  host = variable_mgr.LocalBenchmarkCnn(2)
-  mgr = variable_mgr.create('replicated', host)
-  host.devices = mgr.get_devices()
-  towers = []
-  for d in range(2):
-    with mgr.create_outer_variable_scope(d), tf1.device(host.devices[d]):
-      w = tf1.get_variable('w', [3])
-    towers.append([(tf.ones([3]), w)])
-  return mgr, towers
+  """A replicated manager of 2 towers and their [(gradient, variable)]."""
+  return test_errors._towers(shapes=((3,),))  # pylint: disable=protected-access
 
 
 @pytest.mark.parametrize('how', ['swapped', 'bare', 'triple', 'array'])
