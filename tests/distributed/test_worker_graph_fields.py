@@ -58,3 +58,13 @@ def test_without_timed_saves_no_decision_travels(task_index, tmp_path):
   g = _graph(task_index, tmp_path)
   assert g.save_request is None and g.save_step is None
   assert (g.snapshot_step is not None) == (task_index == 0)
+
+
+def test_the_chief_hands_one_ready_token_to_each_other_worker(tmp_path):
+  chief = _graph(0, tmp_path)
+  tokens = [t for t in chief.ready_enqueue.inputs if t.dtype == tf.int32]
+  assert [t.shape.as_list() for t in tokens] == [[1]]  # 2 workers: 1 other.
+  assert chief.ready_dequeue is None
+  other = _graph(1, tmp_path)
+  assert other.ready_enqueue is None
+  assert other.ready_dequeue.dtype == tf.int32
