@@ -111,3 +111,21 @@ def test_the_launcher_s_summary_line(controller):
   else:
     want = 'cluster total images/sec: 30.75 (2 workers: 10.50, 20.25)'
   assert lines[:3] == ['-' * 64, want, '-' * 64]
+
+
+def test_the_controller_waits_for_every_worker_s_port(monkeypatch):
+  spec = controller_task.resolve(_controller_args(
+      ['--job_name=controller', '--controller_host=127.0.0.1:2222']),
+                                 environ={})
+  up = {'127.0.0.1:2223': True, '127.0.0.1:2224': True}
+  monkeypatch.setattr(controller_task.liveness, 'connect', lambda address, *a: (
+      controller_task.liveness.CONNECTED if up[address] else 'refused'))
+  lines = []
+  controller_task._wait_for_workers(spec, 0.0, lines.append)  # pylint: disable=protected-access
+  assert lines == []
+  up['127.0.0.1:2224'] = False
+  with pytest.raises(controller_task.liveness.TaskFailedError) as info:
+    controller_task._wait_for_workers(spec, 0.0, lines.append)  # pylint: disable=protected-access
+  assert str(info.value) == (
+      'task controller: worker:1 at 127.0.0.1:2224 did not come up within '
+      '--startup_timeout_secs=0; start them or raise the timeout.')
