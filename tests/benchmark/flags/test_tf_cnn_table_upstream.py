@@ -72,3 +72,16 @@ def test_the_table_is_master_s_flags():
       want_default = ','.join(want_default)
     assert default == want_default and (
         type(default) is type(want_default)), (name, default, want_default)
+
+
+def test_the_value_accepted_for_a_lacking_flag_is_master_s_default():
+  """A tf_cnn_benchmarks flag this benchmark lacks is accepted at the one
+  value that says what this benchmark does: master's default in each case
+  (its float 0 written 0.0, its unset use_unified_memory written False)."""
+  master = dict((n, d) for n, _, d in _master_flags())
+  master['gpu_memory_frac_for_testing'] = float(
+      master['gpu_memory_frac_for_testing'])
+  assert master['use_unified_memory'] is None
+  master['use_unified_memory'] = False
+  for name, value in command_line.TF_CNN_SAME_VALUES.items():
+    assert value == master[name] and type(value) is type(master[name]), name
