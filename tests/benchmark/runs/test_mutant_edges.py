@@ -129,3 +129,18 @@ def test_the_controller_waits_for_every_worker_s_port(monkeypatch):
   assert str(info.value) == (
       'task controller: worker:1 at 127.0.0.1:2224 did not come up within '
       '--startup_timeout_secs=0; start them or raise the timeout.')
+
+
+def test_the_controller_s_dead_are_tasks_seen_before_that_now_refuse(
+    monkeypatch):
+  states = {'a:1': controller_task.liveness.CONNECTED,
+            'b:1': controller_task.liveness.REFUSED,
+            'c:1': controller_task.liveness.REFUSED}
+  monkeypatch.setattr(controller_task.liveness, 'connect',
+                      lambda address, *a: states[address])
+  seen = {'worker:1'}
+  tasks = [('worker:0', 'a:1'), ('worker:1', 'b:1'), ('worker:2', 'c:1')]
+  dead = controller_task._gone(tasks, seen)  # pylint: disable=protected-access
+  # worker:2 never came up: not dead, not seen; worker:0 answers: seen.
+  assert dead == [('worker:1', 'b:1')]
+  assert seen == {'worker:0', 'worker:1'}
