@@ -163,3 +163,21 @@ def test_a_fallback_to_cpu_towers_has_a_line_of_its_own(fallback, towers,
         '--device=cpu to say so, or fewer --num_gpus)' % os.cpu_count()]
   else:
     assert own == []
+
+
+def test_the_footprint_of_a_model_is_its_variables_and_one_image():
+  from variable_mgr.benchmark.models import catalog  # pylint: disable=g-import-not-at-top
+  for name, data in (('trivial', None), ('lenet', None),
+                     ('resnet20', 'cifar10')):
+    fp = memory_estimate.footprint(name, data)
+    shape = catalog.get_model(name, data).image_shape
+    assert fp.image_bytes == 4 * shape[0] * shape[1] * shape[2], name
+    params = sum(_elements(s) for s in catalog.variable_shapes(name, data))
+    assert fp.param_bytes == 4 * params, name
+
+
+def _elements(shape):
+  count = 1
+  for d in shape:
+    count *= d
+  return count
