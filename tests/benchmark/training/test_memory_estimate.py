@@ -181,3 +181,19 @@ def _elements(shape):
   for d in shape:
     count *= d
   return count
+
+
+def test_the_backward_pass_keeps_a_part_of_the_forward_tensors():
+  """The activations estimated for backward are a part of every forward
+  tensor of the batch on every tower (some, not more than all), and grow
+  with the batch."""
+  def estimated(batch_size):
+    config = run_config.BenchmarkConfig(
+        model='lenet', batch_size=batch_size, num_gpus=2,
+        device='cpu').resolved()
+    return memory_estimate.estimate(config, 2, 0)
+
+  one, two = estimated(16), estimated(32)
+  forward = one.footprint.activation_bytes_per_image * 16 * 2
+  assert 0 < one.activations <= forward
+  assert abs(two.activations - 2 * one.activations) <= 1
