@@ -96,6 +96,12 @@ def test_every_text_lies_inside_the_figure(chart):
   for text in every:
     extent = text.get_window_extent(renderer)
     assert _inside(extent, fig.bbox), (text.get_text(), extent, fig.bbox)
+  # The texts laid out to the figure's width keep compare_chart.MARGIN_PX
+  # from its sides.
+  for text in [title, machine, footnote, chart.legend]:
+    extent = text.get_window_extent(renderer)
+    assert extent.x0 >= fig.bbox.x0 + compare_chart.MARGIN_PX - 0.5, text
+    assert extent.x1 <= fig.bbox.x1 - compare_chart.MARGIN_PX + 0.5, text
   # The header above the panels, the legend and the footnote below them.
   panels_top = max(ax.get_tightbbox(renderer).y1 for ax in fig.axes)
   panels_bottom = min(ax.get_tightbbox(renderer).y0 for ax in fig.axes)
