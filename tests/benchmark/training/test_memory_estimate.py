@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from variable_mgr.benchmark import cli
@@ -172,15 +173,9 @@ def test_the_footprint_of_a_model_is_its_variables_and_one_image():
     fp = memory_estimate.footprint(name, data)
     shape = catalog.get_model(name, data).image_shape
     assert fp.image_bytes == 4 * shape[0] * shape[1] * shape[2], name
-    params = sum(_elements(s) for s in catalog.variable_shapes(name, data))
+    params = sum(int(np.prod(s, dtype=np.int64))
+                 for s in catalog.variable_shapes(name, data))
     assert fp.param_bytes == 4 * params, name
-
-
-def _elements(shape):
-  count = 1
-  for d in shape:
-    count *= d
-  return count
 
 
 def test_the_backward_pass_keeps_a_part_of_the_forward_tensors():
