@@ -41,7 +41,7 @@ the start of that round. The results files are written after every round;
 round's pace says would end after that time, and the results name what was
 cut.
 
-The full plan (91 cells, 2 rounds; `--plan` estimates 66 minutes, the
+The full plan (103 cells, 2 rounds; `--plan` estimates 75 minutes, the
 machine's load makes it 1-1.5x that: the 44 cells before issue 26's took
 25 minutes on 2026-12-01; the goal's cells come last in it, first in
 round 2):
@@ -77,12 +77,14 @@ round 2):
   transfer are comparable: parameter_server, staged, distributed_replicated,
   collective_all_reduce and distributed_all_reduce (xring) with one tower a
   worker, and the two all-reduces with two (pscpu/xring), each at three
-  rates where its bound is about 2x, 1x and 0.5x of c0 (the arithmetic:
-  `network/plan.py`, BALANCED_RATES) and on unshaped links; each cell's
-  step against max(c0, bound), which a step that hides its transfer behind
-  the backward pass reaches, and against c0 + bound, which one that hides
-  none of it takes. `--subset balanced` runs these 28 cells alone (`--plan
-  --subset balanced` estimates 25 minutes for 2 rounds);
+  rates where its bound is about 2x, 1x and 0.5x of its c0 on these
+  machines (the arithmetic: `network/plan.py`, `balanced_rates`), and
+  collective_all_reduce with buckets of one gradient, 64 KiB and 256 KiB
+  beside its default 1 MiB at the same rates, and each on unshaped links;
+  each cell's step against max(c0, bound), which a step that hides its
+  transfer behind the backward pass reaches, and against c0 + bound, which
+  one that hides none of it takes. `--subset balanced` runs these 40 cells
+  alone (`--plan --subset balanced` estimates 34 minutes for 2 rounds);
 - lenet on unshaped links (the same veth pairs and bridge, no tbf), 2
   workers: staged and asynchronous parameter_server and
   collective_all_reduce with 1 PS, the plain, staged and asynchronous PS

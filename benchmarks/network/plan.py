@@ -180,24 +180,51 @@ def allreduce_cells():
 
 
 # The balanced family (issue 32): a model whose compute and transfer are
-# comparable, resnet20 on cifar10 (1.09 MB of variables), 2 workers, 1 PS.
-# Each strategy at three rates where its bound is about 0.5x, 1x and 2x of
-# c0: from the steps issue 32 measured on unshaped links (161-172 ms at 16
-# a worker) and a goodput of 0.94 x the rate, the ring's B / R is 1x of
-# c0 near 56mbit; the staged PS's W x B / R is twice the ring's bytes, the
-# synchronous PS's 2 x W x B / R four times; two towers a worker double
-# the compute (c0) and keep the ring's bytes. The rates in mbit, 2x, 1x
-# and 0.5x of c0 in that order.
+# comparable, resnet20 on cifar10 (BALANCED_BYTES of variables), 2 workers,
+# 1 PS. Each strategy at three rates where its bound is about 2x, 1x and
+# 0.5x of its c0 (`balanced_rates`): from the step each measured on
+# unshaped links of these machines (BALANCED_C0_MS, the quiet run of
+# NETWORK_BALANCED_RESULTS.md at 5408a5c) and a single TCP stream's goodput
+# of 0.96 x the rate. A bound's bytes a step: the ring's 2(W-1)/W x B is B
+# at 2 workers, the staged PS's W x B twice that, the synchronous PS's (and
+# distributed_replicated's) 2 x W x B four times; two towers a worker keep
+# the ring's bytes and about double the compute.
 BALANCED_WORKLOAD = 'resnet20'
-BALANCED_RATES = collections.OrderedDict([
-    ('parameter_server', (100, 200, 400)),
-    ('staged parameter_server', (50, 100, 200)),
-    ('distributed_replicated', (100, 200, 400)),
-    ('collective_all_reduce', (25, 50, 100)),
-    (DAR, (25, 50, 100)),
-    ('collective_all_reduce' + TWO_TOWERS, (12, 25, 50)),
-    (DAR_TWO_STAGE + TWO_TOWERS, (12, 25, 50)),
-])
+BALANCED_BYTES = 1089896
+BALANCED_GOODPUT = 0.96
+BALANCED_RATIOS = (2.0, 1.0, 0.5)
+BOUND_BYTES_TIMES = {'ring': 1, 'staged_ps': 2, 'sync_ps': 4}
+# collective_all_reduce with buckets other than its default (1 MiB, about
+# the whole of resnet20, so that one bucket waits for nearly the whole
+# backward pass): the bucket size the default should be, measured.
+BUCKETS = ', buckets of '
+BUCKET_SIZES = collections.OrderedDict([
+    ('one gradient', 0), ('64 KiB', 64 << 10), ('256 KiB', 256 << 10)])
+BUCKETED = collections.OrderedDict(
+    ('collective_all_reduce' + BUCKETS + name, (
+        STRATEGIES['collective_all_reduce'][0] +
+        ['--gradient_bucket_bytes', str(size)], 'ring'))
+    for name, size in BUCKET_SIZES.items())
+LABELS.update(BUCKETED)
+BALANCED_C0_MS = collections.OrderedDict(
+    [('parameter_server', 98), ('staged parameter_server', 80),
+     ('distributed_replicated', 70), ('collective_all_reduce', 55),
+     (DAR, 79), ('collective_all_reduce' + TWO_TOWERS, 103),
+     (DAR_TWO_STAGE + TWO_TOWERS, 131)] +
+    [(label, 55) for label in BUCKETED])
+
+
+def balanced_rates(strategy):
+  """The rates in whole mbit at which `strategy`'s bound is
+  BALANCED_RATIOS of its c0, slowest first."""
+  bits = 8.0 * BALANCED_BYTES * BOUND_BYTES_TIMES[kind(strategy)]
+  c0 = BALANCED_C0_MS[strategy] / 1000.0
+  return tuple(int(round(bits / (ratio * c0 * BALANCED_GOODPUT) / 1e6))
+               for ratio in BALANCED_RATIOS)
+
+
+BALANCED_RATES = collections.OrderedDict(
+    (strategy, balanced_rates(strategy)) for strategy in BALANCED_C0_MS)
 
 
 def balanced_cells():

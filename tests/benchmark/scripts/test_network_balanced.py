@@ -28,28 +28,57 @@ def test_the_balanced_subset_of_the_full_plan(plan):
   full = plan.full_cells()
   cells = plan.subset_plan(plan.FULL, 'balanced')['cells']()
   assert cells == [c for c in full if c.workload == 'resnet20']
-  assert len(set(cells)) == len(cells) == 7 * 4
+  assert len(set(cells)) == len(cells) == 10 * 4
   for strategy, rates in plan.BALANCED_RATES.items():
-    # Three rates, slowest first, each double the one before (near enough
-    # for tc's whole mbit), and the unshaped cell.
-    assert rates[1] in (2 * rates[0], 2 * rates[0] + 1)
-    assert rates[2] == 2 * rates[1]
+    # Three rates, slowest first, and the unshaped cell.
+    assert list(rates) == sorted(rates) and len(set(rates)) == 3
     num_ps = 0 if plan.has_controller(strategy) else 1
     for rate in [r * 10**6 for r in rates] + [None]:
       assert plan.Cell(rate, 'resnet20', 2, num_ps, strategy) in cells
   # Every synchronous cluster strategy of the plan, with one and two
-  # towers a worker for the all-reduces.
+  # towers a worker for the all-reduces, and collective_all_reduce's
+  # bucket sizes.
   assert set(plan.BALANCED_RATES) == (
       {s for s in plan.OWN if plan.kind(s) != 'async_ps'} |
-      set(plan.TOWERED))
-  # A bound's bytes double from ring to staged to synchronous PS: so do
-  # the rates that put it at the same multiple of c0.
-  rates = plan.BALANCED_RATES
-  assert rates['staged parameter_server'] == tuple(
-      2 * r for r in rates['collective_all_reduce'])
-  assert rates['parameter_server'] == tuple(
-      4 * r for r in rates['collective_all_reduce'])
-  assert rates['distributed_replicated'] == rates['parameter_server']
+      set(plan.TOWERED) | set(plan.BUCKETED))
+
+
+# (strategy, c0 in seconds, bytes a worker's or the PS's link carries each
+# way a step at 2 workers: the ring's 2(W-1)/W x B, W x B, 2 x W x B).
+BOUNDS = [
+    ('collective_all_reduce', 0.055, 1),
+    ('distributed_all_reduce (xring)', 0.079, 1),
+    ('staged parameter_server', 0.080, 2),
+    ('parameter_server', 0.098, 4),
+    ('distributed_replicated', 0.070, 4),
+]
+
+
+@pytest.mark.parametrize('strategy,c0,times', BOUNDS)
+def test_each_rate_puts_the_bound_at_2x_1x_and_half_of_c0(
+    plan, strategy, c0, times):
+  """At each rate, B x (the strategy's multiple) at 0.96 of the rate
+  takes 2, 1 and 0.5 times the strategy's c0 (to a whole mbit)."""
+  assert plan.BALANCED_C0_MS[strategy] == int(round(c0 * 1000))
+  seconds = [8.0 * 1089896 * times / (0.96 * r * 10**6)
+             for r in plan.BALANCED_RATES[strategy]]
+  for got, want in zip(seconds, (2 * c0, c0, 0.5 * c0)):
+    assert abs(got / want - 1) < 0.01, (strategy, got, want)
+
+
+def test_bucket_cells_pass_their_size(plan):
+  runs = importlib.import_module('benchmarks.network.runs')
+  sizes = {}
+  for label in plan.BUCKETED:
+    cell = plan.Cell(165 * 10**6, 'resnet20', 2, 1, label)
+    _, flags = runs.cell_flags(cell, 5, 2, 60.0)
+    assert flags[flags.index('--variable_update') + 1] == (
+        'collective_all_reduce')
+    assert flags[flags.index('--num_gpus') + 1] == '1'
+    sizes[label] = int(flags[flags.index('--gradient_bucket_bytes') + 1])
+  assert sorted(sizes.values()) == [0, 64 * 1024, 256 * 1024]
+  assert plan.BALANCED_RATES[label] == plan.BALANCED_RATES[
+      'collective_all_reduce']
 
 
 def test_resnet20_cells_run_cifar10_at_16_a_tower(plan):
@@ -82,8 +111,13 @@ def test_balanced_rows_from_raw_runs(plan):
   table = importlib.import_module('benchmarks.network.table')
   balanced = importlib.import_module('benchmarks.network.balanced')
   total = float(sum(MODEL))  # 1.0 MB
-  coll = plan.Cell(50 * 10**6, 'resnet20', 2, 1, 'collective_all_reduce')
-  sync = plan.Cell(200 * 10**6, 'resnet20', 2, 1, 'parameter_server')
+  # Cells of the plan (rows come only for those), their rates as raw runs
+  # would have them; the goodput below is what the test makes it.
+  coll_mbit = plan.BALANCED_RATES['collective_all_reduce'][0]
+  coll = plan.Cell(coll_mbit * 10**6, 'resnet20', 2, 1,
+                   'collective_all_reduce')
+  sync = plan.Cell(plan.BALANCED_RATES['parameter_server'][1] * 10**6,
+                   'resnet20', 2, 1, 'parameter_server')
   runs = [
       # PS 0, then the workers: each worker carries B = 1.0 MB.
       _run(coll, 0, 0.26, sent=[2000.0, 1.02e6, 1.01e6]),
@@ -99,7 +133,7 @@ def test_balanced_rows_from_raw_runs(plan):
                                   'collective_all_reduce']
   ps_row, ring_row = rows
   ring = total * 8 / 48e6  # 2(W-1)/W x B / R at 2 workers: 167 ms
-  assert ring_row[0] == '50mbit, 2 workers x 1'
+  assert ring_row[0] == '%dmbit, 2 workers x 1' % coll_mbit
   assert ring_row[2] == '250 ms (240-260)'
   assert ring_row[3] == '180 ms (160-200)'
   assert ring_row[4] == '2(W-1)/W x B / R %.0f ms' % (1000 * ring)
