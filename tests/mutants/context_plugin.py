@@ -3,28 +3,43 @@ coverage after the test.
 
 In the pytest process, coverage's dynamic context switches to the test's
 node id while the test runs (its setup and teardown included). A process the
-test starts (a CLI run, a cluster task) inherits VM_MUTANT_TEST_ID, which
-the coverage configuration coverage_map.py writes takes as that process's
-static context, so its lines count for the test too.
+test starts (a CLI run, a cluster task, and the processes those start)
+measures itself with the configuration coverage's `patch = subprocess`
+passes down in COVERAGE_PROCESS_CONFIG, which this plugin rewrites while the
+test runs to carry the test's node id as the static context: coverage
+serialises its configuration once at start, with the context it expanded
+then (none), so without the rewrite every line a child process ran would
+count for no test. VM_MUTANT_TEST_ID names the test as well.
 """
 
+import copy
 import os
 
 import coverage
 import pytest
 
 ENV_KEY = 'VM_MUTANT_TEST_ID'
+# Where coverage's `patch = subprocess` puts the configuration a child
+# process measures itself with.
+CONFIG_KEY = 'COVERAGE_PROCESS_CONFIG'
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):  # pylint: disable=unused-argument
   current = coverage.Coverage.current()
   os.environ[ENV_KEY] = item.nodeid
+  previous = os.environ.get(CONFIG_KEY)
   if current is not None:
     current.switch_context(item.nodeid)
+    if previous is not None:
+      config = copy.copy(current.config)
+      config.context = item.nodeid
+      os.environ[CONFIG_KEY] = config.serialize()
   try:
     yield
   finally:
     os.environ.pop(ENV_KEY, None)
+    if previous is not None:
+      os.environ[CONFIG_KEY] = previous
     if current is not None:
       current.switch_context('')

@@ -220,6 +220,12 @@ def with_import_lines(files):
   return files
 
 
+def under(test_id, paths):
+  """Whether test `test_id`'s file is one of `paths` or in one of them."""
+  name = test_id.split('::')[0]
+  return any(name == p or name.startswith(p + os.sep) for p in paths)
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument('tests', nargs='*',
@@ -244,13 +250,14 @@ def main(argv=None):
   ran = set(t for lines in new.values() for ids in lines.values()
             for t in ids)
   files = load_map(args.out) if args.tests else {}
-  # The tests of the files measured that did not run are gone (renamed or
-  # removed): a mutant's run would name them and pytest would refuse it.
-  measured = set(t.split('::')[0] for t in ran)
+  # The tests of the files and folders measured whole that did not run are
+  # gone (renamed or removed): a mutant's run would name them and pytest
+  # would refuse it. A node id given replaces that test alone.
+  whole = [os.path.normpath(a) for a in args.tests if '::' not in a]
   for lines in files.values():
     for ids in lines.values():
       ids -= ran
-      ids -= set(t for t in ids if t.split('::')[0] in measured)
+      ids -= set(t for t in ids if under(t, whole))
   for name, lines in new.items():
     old = files.setdefault(name, {})
     for line, ids in lines.items():
