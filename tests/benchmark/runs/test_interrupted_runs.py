@@ -190,3 +190,26 @@ def test_a_signal_before_the_first_step_says_nothing_was_saved(train_dir):
       'nothing was saved: it stopped before its first step' +
       (' (the checkpoints already in --train_dir=/some/train_dir are as '
        'they were)' if train_dir else ' (and no --train_dir was given)'))
+
+
+def test_sigterm_raises_within_and_the_handler_before_comes_back():
+  """Within `sigterm_raises` SIGTERM raises Terminated; after it, whatever
+  handler was there before is SIGTERM's handler again (a run that ends
+  leaves the process as it found it)."""
+  before = signal.getsignal(signal.SIGTERM)
+  seen = []
+
+  def handler(signum, frame):
+    del frame
+    seen.append(signum)
+
+  signal.signal(signal.SIGTERM, handler)
+  try:
+    with pytest.raises(interrupted.exit_status.Terminated):
+      with interrupted.exit_status.sigterm_raises():
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert signal.getsignal(signal.SIGTERM) is handler
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert seen == [signal.SIGTERM]
+  finally:
+    signal.signal(signal.SIGTERM, before)
