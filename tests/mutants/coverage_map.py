@@ -203,20 +203,27 @@ def import_time_lines(path):
 
 
 def with_import_lines(files):
-  """Gives each module's import-time lines every test that ran the module.
+  """Gives each module's import-time lines every test that ran the module,
+  and the whole test files those tests are in.
 
   A module first imported inside a test (a strategy that the registry
   imports when it is asked for) records its top-level lines for that test
   alone; every other test that runs the module runs them too, and a mutant
-  of a module constant must be checked by all of them."""
+  of a module constant must be checked by all of them. And a test that
+  only reads a module's constant (a table of flags compared with
+  upstream's) runs none of its lines, so coverage names it nowhere: the
+  files of the tests that ran the module are where such tests live, and a
+  mutant of an import-time line runs them whole (a file's path in the
+  map's set)."""
   for name, lines in files.items():
     path = os.path.join(REPO, name)
     if not os.path.exists(path):
       continue
-    everyone = set(t for ids in lines.values() for t in ids)
+    everyone = set(t for ids in lines.values() for t in ids if '::' in t)
+    test_files = set(t.split('::')[0] for t in everyone)
     for line in import_time_lines(path):
       if line in lines:
-        lines[line] = set(everyone)
+        lines[line] = everyone | test_files
   return files
 
 

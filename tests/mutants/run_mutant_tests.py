@@ -88,6 +88,10 @@ def tests_for(changed, files, sources=None):
       if line not in recorded and sources and name in sources:
         line = statement_line(sources[name], line)
       tests.update(recorded.get(line, ()))
+  # A whole test file (an import-time line's, coverage_map.with_import_lines)
+  # runs its tests once: not again by their ids.
+  whole = set(t for t in tests if '::' not in t)
+  tests = set(t for t in tests if t in whole or t.split('::')[0] not in whole)
   breadth = dict.fromkeys(tests, 0)
   for lines in files.values():
     for ids in lines.values():
