@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from variable_mgr.benchmark.flags import command_line
+from variable_mgr.benchmark.flags import value_types
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
@@ -85,3 +86,24 @@ def test_the_value_accepted_for_a_lacking_flag_is_master_s_default():
   master['use_unified_memory'] = False
   for name, value in command_line.TF_CNN_SAME_VALUES.items():
     assert value == master[name] and type(value) is type(master[name]), name
+
+
+def test_master_s_default_of_a_lacking_flag_passes_the_parser():
+  """Given on the command line, each value the table accepts for a flag the
+  benchmark lacks (master's default) passes the parser, whose refusals
+  read the table; the same flag with another value is refused by name."""
+  for name, value in command_line.TF_CNN_SAME_VALUES.items():
+    kind = command_line.TF_CNN_FLAG_KINDS[name]
+    if kind == 'bool':
+      arg = '--%s' % name if value else '--no%s' % name
+      other = '--no%s' % name if value else '--%s' % name
+    else:
+      arg = '--%s=%s' % (name, value)
+      other = '--%s=%s' % (name, 'other' if kind in ('string', 'enum')
+                           else 7)
+    command_line.parse_args([arg], environ={})
+    with pytest.raises(value_types.UsageError) as refused:
+      command_line.parse_args([other], environ={})
+    assert str(refused.value).startswith(
+        '%s: a tf_cnn_benchmarks flag this benchmark does not support' %
+        other), str(refused.value)
