@@ -61,6 +61,29 @@ def test_a_resumed_run_continues_exactly(launch, tmp_path):
   clusterlib.assert_close(values, _sum_reference(initial, 5))
 
 
+def test_without_device_a_machine_without_gpus_serves_every_tower(
+    launch, tmp_path):
+  """Without --device (tf_cnn_benchmarks' gpu), on a machine without GPUs
+  each worker serves its 2 towers on CPUs of its own, as with --device=cpu:
+  2 steps from a checkpoint give NumPy's variables."""
+  from variable_mgr.benchmark.training import run_config  # pylint: disable=g-import-not-at-top
+  if run_config.gpu_count():
+    pytest.skip('this machine has GPUs: without --device the towers run '
+                'on them')
+  train_dir = str(tmp_path / 'train')
+  initial = clusterlib.initial_values(seed=5)
+  clusterlib.write_checkpoint(train_dir, initial, 0)
+  flags = _flags('--train_dir', train_dir, '--num_batches', '2')
+  at = flags.index('--device')
+  del flags[at:at + 2]
+  cluster = launch(flags)
+  assert cluster.finish() == 0, cluster.output
+  clusterlib.assert_all_gone(cluster)
+  values, step = clusterlib.read_checkpoint(train_dir)
+  assert step == 2
+  clusterlib.assert_close(values, _sum_reference(initial, 2))
+
+
 def _kill(launch, victim):
   """Kills `victim` mid-run; returns the finished cluster, after checking
   that it ended with status 1 within its bound, leaving no process."""
