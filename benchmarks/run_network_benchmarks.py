@@ -79,8 +79,8 @@ round 2):
   worker, and the two all-reduces with two (pscpu/xring), each at three
   rates where its bound is about 2x, 1x and 0.5x of its c0 on these
   machines (the arithmetic: `network/plan.py`, `balanced_rates`), and
-  collective_all_reduce with buckets of one gradient, 64 KiB and 256 KiB
-  beside its default 1 MiB at the same rates, and each on unshaped links;
+  collective_all_reduce with buckets of one gradient, 64 KiB and 1 MiB
+  beside its default 256 KiB at the same rates, and each on unshaped links;
   each cell's step against max(c0, bound), which a step that hides its
   transfer behind the backward pass reaches, and against c0 + bound, which
   one that hides none of it takes. `--subset balanced` runs these 40 cells

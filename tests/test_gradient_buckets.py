@@ -112,9 +112,9 @@ def test_one_bucket_waits_for_every_gradient():
 
 def test_default_bucket_size():
   reduces, _ = _two_layers(None)
-  assert list(reduces) == [BASE]  # 92 B: one bucket of 1 MiB.
+  assert list(reduces) == [BASE]  # 92 B: one bucket of 256 KiB.
   assert (collective_all_reduce.VariableMgrCollectiveAllReduce.bucket_bytes ==
-          gradient_buckets.DEFAULT_BUCKET_BYTES == 1 << 20)
+          gradient_buckets.DEFAULT_BUCKET_BYTES == 256 * 1024)
 
 
 class _Host(object):

@@ -194,12 +194,13 @@ BALANCED_BYTES = 1089896
 BALANCED_GOODPUT = 0.96
 BALANCED_RATIOS = (2.0, 1.0, 0.5)
 BOUND_BYTES_TIMES = {'ring': 1, 'staged_ps': 2, 'sync_ps': 4}
-# collective_all_reduce with buckets other than its default (1 MiB, about
-# the whole of resnet20, so that one bucket waits for nearly the whole
-# backward pass): the bucket size the default should be, measured.
+# collective_all_reduce with buckets other than its default (256 KiB,
+# gradient_buckets.DEFAULT_BUCKET_BYTES): one gradient a bucket, 64 KiB, and
+# 1 MiB (the default before these cells measured it: about the whole of
+# resnet20, so that one bucket waits for most of the backward pass).
 BUCKETS = ', buckets of '
 BUCKET_SIZES = collections.OrderedDict([
-    ('one gradient', 0), ('64 KiB', 64 << 10), ('256 KiB', 256 << 10)])
+    ('one gradient', 0), ('64 KiB', 64 << 10), ('1 MiB', 1 << 20)])
 BUCKETED = collections.OrderedDict(
     ('collective_all_reduce' + BUCKETS + name, (
         STRATEGIES['collective_all_reduce'][0] +

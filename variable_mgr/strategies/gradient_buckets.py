@@ -39,11 +39,14 @@ import collections
 
 from variable_mgr.compat import tf
 
-# The bucket size when the user sets none (see the module docstring):
-# 1 MiB, the size of the first bucket of PyTorch DDP. To be measured on the
-# balanced network cells (compute and transfer comparable) before it is
-# called a good default.
-DEFAULT_BUCKET_BYTES = 1 << 20
+# The bucket size when the user sets none: 256 KiB, measured on the
+# balanced network cells (benchmarks/NETWORK_BALANCED_RESULTS.md: resnet20,
+# 1.09 MB of gradients, 2 workers, at rates where the ring's bound is 2x,
+# 1x and 0.5x of the compute): the step 5-14% below 1 MiB's, whose first
+# bucket held most of the model and left only late in the backward pass,
+# and at or near the best of one gradient a bucket (which pays a
+# collective's fixed cost 65 times a step) and 64 KiB.
+DEFAULT_BUCKET_BYTES = 256 << 10
 
 
 def backward_order(tensors):

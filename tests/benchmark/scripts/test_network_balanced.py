@@ -76,7 +76,7 @@ def test_bucket_cells_pass_their_size(plan):
         'collective_all_reduce')
     assert flags[flags.index('--num_gpus') + 1] == '1'
     sizes[label] = int(flags[flags.index('--gradient_bucket_bytes') + 1])
-  assert sorted(sizes.values()) == [0, 64 * 1024, 256 * 1024]
+  assert sorted(sizes.values()) == [0, 64 * 1024, 1024 * 1024]
   assert plan.BALANCED_RATES[label] == plan.BALANCED_RATES[
       'collective_all_reduce']
 

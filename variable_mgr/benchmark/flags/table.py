@@ -315,7 +315,7 @@ CLUSTER_FLAGS = (
     flag('gradient_bucket_bytes', t.int_at_least(0), None,
          'collective_all_reduce: the largest bucket of gradients one '
          'collective carries across the workers, filled in the order the '
-         'backward pass produces them (default: 1 MiB; 0: one collective '
+         'backward pass produces them (default: 256 KiB; 0: one collective '
          'a gradient)'),
     flag('variable_partition_min_bytes', t.int_at_least(0), 0,
          'distributed PS strategies: split every variable of more than this '
