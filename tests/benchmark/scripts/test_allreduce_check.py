@@ -1,28 +1,20 @@
 """benchmarks/run_allreduce_benchmarks.py: the check of every candidate's
 outputs passes the library's all-reduces and fails wrong ones."""
 
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 import tensorflow as _tf
 
+import scriptlib
+
 tf = _tf.compat.v1
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
 SHAPES = [[3, 5], [7], [2, 2, 2]]
 TOWERS = 3
 
 
 def _script():
-  spec = importlib.util.spec_from_file_location(
-      'run_allreduce_benchmarks',
-      os.path.join(ROOT, 'benchmarks', 'run_allreduce_benchmarks.py'))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return scriptlib.load('run_allreduce_benchmarks')
 
 
 def _check(ar, label, fn):

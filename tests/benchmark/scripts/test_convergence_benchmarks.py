@@ -1,24 +1,17 @@
 """benchmarks/run_convergence_benchmarks.py: its cells, commands and report
 from the runs' figures (verdicts against the one-tower run, the table)."""
 
-import importlib.util
 import json
-import os
+import importlib
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+import scriptlib
 
 
 @pytest.fixture(scope='module')
 def entry():
-  spec = importlib.util.spec_from_file_location(
-      'run_convergence_benchmarks',
-      os.path.join(ROOT, 'benchmarks', 'run_convergence_benchmarks.py'))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return scriptlib.load('run_convergence_benchmarks')
 
 
 @pytest.fixture(scope='module')

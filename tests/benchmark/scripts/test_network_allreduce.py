@@ -4,26 +4,18 @@ flags, the link counters' busy time, and the section's figures from raw
 runs (no cluster is started)."""
 
 import importlib
-import importlib.util
-import os
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+import scriptlib
+
 # lenet's float32 variables (conv1, conv2, fc1, logits: weights, biases).
 LENET = [3200, 128, 204800, 256, 6422528, 2048, 20480, 40]
 
 
 @pytest.fixture(scope='module')
 def main_module():
-  spec = importlib.util.spec_from_file_location(
-      'run_network_benchmarks',
-      os.path.join(ROOT, 'benchmarks', 'run_network_benchmarks.py'))
-  module = importlib.util.module_from_spec(spec)
-  # The script puts benchmarks/ and the root on the path.
-  spec.loader.exec_module(module)
-  return module
+  return scriptlib.load('run_network_benchmarks')
 
 
 @pytest.fixture(scope='module')

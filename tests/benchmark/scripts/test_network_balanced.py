@@ -3,24 +3,18 @@ plan's cells and `--subset balanced`, resnet20's flags, and the section's
 figures from raw runs against the closed forms (no cluster is started)."""
 
 import importlib
-import importlib.util
-import os
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+import scriptlib
+
 # Bytes of two float32 variables, 1.0 MB together: a stand-in for resnet20.
 MODEL = [800000, 200000]
 
 
 @pytest.fixture(scope='module')
 def plan():
-  spec = importlib.util.spec_from_file_location(
-      'run_network_benchmarks',
-      os.path.join(ROOT, 'benchmarks', 'run_network_benchmarks.py'))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)  # Puts benchmarks/ and the root on the path.
+  scriptlib.load('run_network_benchmarks')  # Puts benchmarks/ and the root on the path.
   return importlib.import_module('benchmarks.network.plan')
 
 

@@ -1,25 +1,19 @@
 """benchmarks/run_network_benchmarks.py: its bounds, placement model, plan,
 round order and verdicts from raw figures (no cluster is started)."""
 
-import importlib.util
-import os
+import importlib
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+import scriptlib
+
 # lenet's float32 variables (conv1, conv2, fc1, logits: weights, biases).
 LENET = [3200, 128, 204800, 256, 6422528, 2048, 20480, 40]
 
 
 @pytest.fixture(scope='module')
 def script():
-  spec = importlib.util.spec_from_file_location(
-      'run_network_benchmarks',
-      os.path.join(ROOT, 'benchmarks', 'run_network_benchmarks.py'))
-  module = importlib.util.module_from_spec(spec)
-  # The script puts benchmarks/ and the root on the path.
-  spec.loader.exec_module(module)
+  scriptlib.load('run_network_benchmarks')  # Puts benchmarks/ and the root on the path.
   return importlib.import_module('benchmarks.network')
 
 

@@ -1,23 +1,14 @@
 """benchmarks/run_options_benchmarks.py: its figures from the raw
 measurements (bytes a step, applied steps, ratios of a round, verdicts)."""
 
-import importlib.util
-import os
-
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+import scriptlib
 
 
 @pytest.fixture(scope='module')
 def script():
-  spec = importlib.util.spec_from_file_location(
-      'run_options_benchmarks',
-      os.path.join(ROOT, 'benchmarks', 'run_options_benchmarks.py'))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return scriptlib.load('run_options_benchmarks')
 
 
 def test_bytes_a_step_and_the_expected_fraction(script):

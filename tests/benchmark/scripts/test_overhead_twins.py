@@ -8,23 +8,16 @@ resource and with ref variables (where the twin's own ordering of updates
 after reads is what keeps it equal).
 """
 
-import importlib.util
-import os
+import importlib
 
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+import scriptlib
 
 
 def _overhead():
-  spec = importlib.util.spec_from_file_location(
-      'run_overhead_benchmarks',
-      os.path.join(ROOT, 'benchmarks', 'run_overhead_benchmarks.py'))
-  module = importlib.util.module_from_spec(spec)
-  # The script puts benchmarks/ and the root on the path.
-  spec.loader.exec_module(module)
+  scriptlib.load('run_overhead_benchmarks')  # Puts benchmarks/ and the root on the path.
   return importlib.import_module('benchmarks.overhead')
 
 

@@ -1,22 +1,17 @@
 """benchmarks/results_report.py: RESULTS.md's verdicts carry the spread of
 their rounds, and its one outside figure is labelled."""
 
-import importlib.util
-import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-BENCHMARKS = os.path.join(ROOT, 'benchmarks')
+import scriptlib
+
+BENCHMARKS = scriptlib.BENCHMARKS
 
 
 def _modules():
   if BENCHMARKS not in sys.path:
     sys.path.insert(0, BENCHMARKS)
-  spec = importlib.util.spec_from_file_location(
-      'results_report', os.path.join(BENCHMARKS, 'results_report.py'))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
+  module = scriptlib.load('results_report')
   return module.rp, module
 
 

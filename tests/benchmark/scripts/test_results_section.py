@@ -2,19 +2,11 @@
 goals, library overhead) survive run_benchmarks.py's rewrites and each
 other's, and each is replaced in place, not repeated, by its own script."""
 
-import importlib.util
-import os
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+import scriptlib
 
 
 def _run_benchmarks():
-  spec = importlib.util.spec_from_file_location(
-      'run_benchmarks', os.path.join(ROOT, 'benchmarks', 'run_benchmarks.py'))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return scriptlib.load('run_benchmarks')
 
 
 def test_section_is_kept_and_replaced(tmp_path):

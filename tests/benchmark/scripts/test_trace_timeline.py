@@ -2,20 +2,13 @@
 times of its forward and backward pass, its all-reduces and its fetches
 from peers, against a trace written here with known times."""
 
-import importlib.util
 import json
-import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+import scriptlib
 
 
 def _script():
-  spec = importlib.util.spec_from_file_location(
-      'trace_timeline', os.path.join(ROOT, 'benchmarks', 'trace_timeline.py'))
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return scriptlib.load('trace_timeline')
 
 
 def _event(start_ms, dur_ms, name, op):
