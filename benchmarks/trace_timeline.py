@@ -4,16 +4,15 @@ Chrome trace (`--trace_file` on a cluster, one file a worker).
     python benchmarks/trace_timeline.py /tmp/t.worker0.json /tmp/t.worker1.json
 
 For each trace, in milliseconds from the worker's first op of the step:
-the backward pass (its first and last op: ops under a `gradients/` name
-scope), each all-reduce (`CollectiveReduce`) from its launch to its end,
-the data the worker fetched from its peers (`RecvBuf`, a collective's
-chunk; `RecvTensor`, a tensor of another task) with the time at least one
-such fetch was in flight, and the step's end. The backward pass is timed from the loss
-(`*SoftmaxCrossEntropyWithLogits`, the forward pass's last op) where the
-trace has one: the gradients of the L2 loss need only the weights and run
-while the forward pass does. A transfer that runs beside the backward pass
-starts before the backward pass ends; a step whose fetches start after it
-ends hid none of its transfer.
+the forward pass up to its loss (`*SoftmaxCrossEntropyWithLogits`), the
+backward pass from there (its first and last op under a `gradients/` name
+scope; the L2 loss's gradients need only the weights and run while the
+forward pass does), each all-reduce (`CollectiveReduce`) from its launch
+to its end, the data the worker fetched from its peers (`RecvBuf`, a
+collective's chunk; `RecvTensor`, a tensor of another task) with the time
+at least one such fetch was in flight, and the step's end. A transfer that
+runs beside the backward pass starts before the backward pass ends; a step
+whose fetches start after it ends hid none of its transfer.
 
 The traces of different hosts line up only as well as their clocks do
 (on one machine, exactly): each is read on its own clock.

@@ -72,10 +72,22 @@ TOWERED = collections.OrderedDict([
         ['--variable_update', 'distributed_all_reduce', '--all_reduce_spec',
          TWO_STAGE_SPEC], 'ring')),
 ])
+# collective_all_reduce with buckets other than its default (256 KiB,
+# gradient_buckets.DEFAULT_BUCKET_BYTES): one gradient a bucket, 64 KiB, and
+# 1 MiB (the default before these cells measured it: about the whole of
+# resnet20, so that one bucket waits for most of the backward pass).
+BUCKETS = ', buckets of '
+BUCKET_SIZES = collections.OrderedDict([
+    ('one gradient', 0), ('64 KiB', 64 << 10), ('1 MiB', 1 << 20)])
+BUCKETED = collections.OrderedDict(
+    ('collective_all_reduce' + BUCKETS + name, (
+        STRATEGIES['collective_all_reduce'][0] +
+        ['--gradient_bucket_bytes', str(size)], 'ring'))
+    for name, size in BUCKET_SIZES.items())
 # Every label: its flags and kind of bound.
 LABELS = collections.OrderedDict(
     list(STRATEGIES.items()) + list(DIAGNOSTICS.items()) +
-    list(TOWERED.items()))
+    list(TOWERED.items()) + list(BUCKETED.items()))
 TWINS = collections.OrderedDict([
     ('MultiWorkerMirroredStrategy', 'collective_all_reduce'),
     ('ParameterServerStrategy (v1, graph)', 'asynchronous parameter_server'),
@@ -194,19 +206,6 @@ BALANCED_BYTES = 1089896
 BALANCED_GOODPUT = 0.96
 BALANCED_RATIOS = (2.0, 1.0, 0.5)
 BOUND_BYTES_TIMES = {'ring': 1, 'staged_ps': 2, 'sync_ps': 4}
-# collective_all_reduce with buckets other than its default (256 KiB,
-# gradient_buckets.DEFAULT_BUCKET_BYTES): one gradient a bucket, 64 KiB, and
-# 1 MiB (the default before these cells measured it: about the whole of
-# resnet20, so that one bucket waits for most of the backward pass).
-BUCKETS = ', buckets of '
-BUCKET_SIZES = collections.OrderedDict([
-    ('one gradient', 0), ('64 KiB', 64 << 10), ('1 MiB', 1 << 20)])
-BUCKETED = collections.OrderedDict(
-    ('collective_all_reduce' + BUCKETS + name, (
-        STRATEGIES['collective_all_reduce'][0] +
-        ['--gradient_bucket_bytes', str(size)], 'ring'))
-    for name, size in BUCKET_SIZES.items())
-LABELS.update(BUCKETED)
 BALANCED_C0_MS = collections.OrderedDict(
     [('parameter_server', 98), ('staged parameter_server', 80),
      ('distributed_replicated', 70), ('collective_all_reduce', 55),
