@@ -133,17 +133,21 @@ def build_section(population, meta, rows, equivalents):
                'run of' % population)
   lines.append('')
   lines.append('```bash')
+  workers = meta.get('workers', 1)
   lines.append('nice -n 10 python3 tests/mutants/run_population.py %s '
-               '--size %d --seed %d --timeout %d'
-               % (population, meta['size'], meta['seed'], meta['timeout']))
+               '--size %d --seed %d --timeout %d%s'
+               % (population, meta['size'], meta['seed'], meta['timeout'],
+                  ' --workers %d' % workers if workers > 1 else ''))
   lines.append('```')
   lines.append('')
   lines.append('at commit %s (started %s): %d of %d sampled mutants run in '
-               '%.0f minutes, %.0f s a mutant, on 2 shared cores; '
+               '%.0f minutes, %.0f s a mutant, on 2 shared cores%s; '
                'stratified by module, seed %d. Goal: %d%%.'
                % (meta['commit'][:10], meta.get('started', '?'), ran,
                   total['sampled'], meta['seconds'] / 60.0,
-                  meta['seconds'] / max(ran, 1), meta['seed'],
+                  meta['seconds'] / max(ran, 1),
+                  ' (%d mutants at once)' % workers if workers > 1 else '',
+                  meta['seed'],
                   100 * GOALS[population]))
   outcome = dict((mutant_name(item.mutations[0]), kind)
                  for item, _, kind in rows)

@@ -4,6 +4,7 @@
     python3 tests/mutants/run_population.py benchmark --size 400 --seed 1
     python3 tests/mutants/run_population.py library --resume
     python3 tests/mutants/run_population.py library --rerun-survivors
+    python3 tests/mutants/run_population.py benchmark --workers 2
 
 Copies the repository's HEAD (`git archive`) twice to a temporary
 directory, one to mutate and one to compare with; writes the cosmic-ray
@@ -19,7 +20,9 @@ the report (report.py) into docs/tests.md.
 The session (SQLite) and what the run was (commit, sample, seed, times) stay
 in tests/mutants/sessions/ (not tracked). --resume runs the session's
 pending mutants again in a fresh copy of the commit it measured (after an
-interrupted run), adding the time. --rerun-survivors runs the session's
+interrupted run), adding the time. --workers N runs N mutants at once,
+each shard of the pending ones in a copy of its own (shards.py).
+--rerun-survivors runs the session's
 survivors (but those listed in equivalent.txt) again at the new HEAD,
 whose population's modules must be the ones measured (new tests only),
 and the report names both commits.
@@ -43,6 +46,7 @@ import time
 
 import coverage_map
 import report
+import shards
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -221,8 +225,14 @@ def main(argv=None):
   parser.add_argument('--rerun-survivors', action='store_true',
                       help='run the last session\'s survivors again with '
                       'the tests of HEAD (the package unchanged)')
+  parser.add_argument('--workers', type=int, default=1,
+                      help='mutants run at once, each in its own copy '
+                      '(default 1)')
   parser.add_argument('--no-report', action='store_true')
   args = parser.parse_args(argv)
+  if args.workers < 1:
+    parser.error('--workers %d: at least 1 process runs the mutants'
+                 % args.workers)
   # A run stopped by SIGTERM still records the time it ran (the finally
   # blocks below); its pending mutants wait for --resume.
   signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -233,6 +243,10 @@ def main(argv=None):
   if args.resume or args.rerun_survivors:
     with open(meta_path) as f:
       meta = json.load(f)
+    merged = shards.merge_leftovers(session)
+    if merged:
+      print('run_population: %d results of a killed run\'s shards merged'
+            % merged)
   else:
     commit = subprocess.check_output(['git', 'rev-parse', 'HEAD'], cwd=REPO,
                                      universal_newlines=True).strip()
@@ -259,8 +273,9 @@ def main(argv=None):
     copy = os.path.join(work, 'copy')
     pristine = os.path.join(work, 'pristine')
     tests_commit = meta.get('commit_tests', meta['commit'])
-    copy_commit(tests_commit, copy)
-    copy_commit(tests_commit, pristine)
+    copies = [copy] + [copy + str(i) for i in range(1, args.workers)]
+    for each in copies + [pristine]:
+      copy_commit(tests_commit, each)
     check_map(args.population, copy)
     config = os.path.join(work, 'config.toml')
     write_config(config, args.population, pristine, timeout)
@@ -271,8 +286,12 @@ def main(argv=None):
     with open(meta_path, 'w') as f:
       json.dump(meta, f, indent=1)
     start = time.time()
+    meta['workers'] = max(args.workers, meta.get('workers', 1))
     try:
-      _run([_tool('cosmic-ray'), 'exec', config, session], cwd=copy)
+      if args.workers == 1:
+        _run([_tool('cosmic-ray'), 'exec', config, session], cwd=copy)
+      else:
+        shards.run([_tool('cosmic-ray'), 'exec'], config, session, copies)
     finally:
       if args.rerun_survivors:
         meta['reruns'][-1]['seconds'] = time.time() - start
