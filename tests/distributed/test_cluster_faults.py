@@ -139,9 +139,8 @@ def _signal_the_launcher(launch, strategy, num_workers, sig):
   return cluster, status
 
 
-@pytest.mark.long
 def test_ctrl_c_stops_every_task(launch):
-  cluster, status = _signal_the_launcher(launch, 'distributed_replicated', 2,
+  cluster, status = _signal_the_launcher(launch, 'distributed_replicated', 1,
                                          signal.SIGINT)
   assert status == 130, cluster.output
   assert ('launcher: interrupted (SIGINT, Ctrl-C): stopping every task'

@@ -183,7 +183,7 @@ class _Tasks(object):
   def __init__(self):
     self.processes = []
 
-  def start(self, flags, env=None):
+  def start(self, flags, env=None, pass_fds=()):
     environ = dict(os.environ, PYTHONPATH=clusterlib.REPO,
                    TF_CPP_MIN_LOG_LEVEL='2')
     environ.pop('TF_CONFIG', None)
@@ -192,7 +192,7 @@ class _Tasks(object):
         [sys.executable, '-m', 'variable_mgr.benchmark'] + list(flags),
         cwd=clusterlib.REPO, env=environ, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True, universal_newlines=True)
+        start_new_session=True, universal_newlines=True, pass_fds=pass_fds)
     self.processes.append(process)
     return process
 
@@ -292,6 +292,32 @@ def test_worker_gives_up_on_a_chief_that_never_initialises(tasks):
   assert len(errors) == 1, output
   assert ('the chief (worker:0) did not initialise the variables within '
           '--startup_timeout_secs=%g' % STARTUP_TIMEOUT) in errors[0], errors[0]
+
+
+def test_a_task_exits_when_its_launcher_s_pipe_closes(tasks):
+  """A task a launcher started holds the read end of the launcher's pipe:
+  a PS that would wait a minute for its workers exits at once when the
+  pipe's last write end closes (the launcher is gone), saying so."""
+  ps, worker = '127.0.0.1:%d' % _free_port(), '127.0.0.1:%d' % _free_port()
+  flags = _cluster_flags([ps], [worker], 'ps', 0)
+  flags[flags.index('--startup_timeout_secs') + 1] = '60'
+  read_fd, write_fd = os.pipe()
+  try:
+    process = tasks.start(flags, env={LAUNCHER_FD_ENV: str(read_fd)},
+                          pass_fds=(read_fd,))
+  finally:
+    os.close(read_fd)
+  try:
+    end = time.time() + clusterlib.PROCESS_START_SECS
+    while liveness.connect(ps) != liveness.CONNECTED:
+      assert process.poll() is None and time.time() < end, (
+          process.communicate()[0])
+      time.sleep(0.2)
+  finally:
+    os.close(write_fd)
+  output, _ = process.communicate(timeout=20)
+  assert process.returncode == 1, output
+  assert 'the launcher is gone: exiting' in output
 
 
 def test_launcher_refuses_to_run_inside_a_task(tasks):

@@ -15,6 +15,8 @@ import pytest
 
 import clusterlib
 from variable_mgr.benchmark import distributed
+from variable_mgr.benchmark.cluster import controller_task
+from variable_mgr.benchmark.cluster import task_spec
 from variable_mgr.benchmark.flags import command_line as cli_flags
 
 WORKERS = 2
@@ -153,6 +155,12 @@ TASK = ['--variable_update=distributed_all_reduce', '--all_reduce_spec=xring',
      ['--ps_hosts=127.0.0.1:2230 with', 'drop --ps_hosts']),
     (['--job_name=controller', '--controller_host=127.0.0.1:2223'] + TASK,
      ['127.0.0.1:2223 appears twice']),
+    (['--job_name=worker', '--controller_host=10.0.0.1'] + TASK,
+     ["host '10.0.0.1': every cluster address must be host:port",
+      "'10.0.0.1:2222'"]),
+    (['--job_name=controller', '--controller_host=127.0.0.1:2222'] +
+     TASK[:2] + ['--worker_hosts=127.0.0.1:2223,127.0.0.1:70000'],
+     ["host '127.0.0.1:70000'", 'a port in 1..65535']),
     (['--job_name=controller', '--variable_update=collective_all_reduce',
       '--worker_hosts=127.0.0.1:2223', '--ps_hosts=127.0.0.1:2224'],
      ['--job_name=controller with --variable_update=collective_all_reduce',
@@ -178,6 +186,21 @@ def test_refused(capsys, argv, fragments):
   message = _refused(capsys, argv)
   for fragment in fragments:
     assert fragment in message, (fragment, message)
+
+
+@pytest.mark.parametrize('job, hosts', [
+    ('worker', ['--controller_host=10.0.0.1',
+                '--worker_hosts=127.0.0.1:2223,127.0.0.1:2224']),
+    ('controller', ['--controller_host=127.0.0.1:2222',
+                    '--worker_hosts=127.0.0.1:2223,127.0.0.1:70000'])])
+def test_a_bad_address_is_refused_before_the_task_serves(job, hosts):
+  """The task's spec refuses it (the tasks would fail only when they
+  reach the address, after their servers started)."""
+  args = cli_flags.parse_task_args(TASK[:2] + hosts + ['--job_name=' + job],
+                                   environ={})
+  with pytest.raises(task_spec.HostAddressError,
+                     match='every cluster address must be host:port'):
+    controller_task.resolve(args, environ={})
 
 
 def test_a_run_on_one_machine_is_refused():

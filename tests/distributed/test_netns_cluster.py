@@ -117,6 +117,28 @@ def test_links_are_shaped_both_ways_and_removed(network_host):
   assert not set(names) & set(netns.namespaces())
 
 
+def test_a_link_taken_down_loses_its_carrier_and_comes_back_up(
+    network_host):
+  """set_link(host, False) downs the host's bridge port, so the host's own
+  eth0 loses its carrier (the others keep theirs); set_link(host, True)
+  gives it back."""
+  del network_host
+
+  def carrier(host):
+    shown = netns.run(['ip', '-n', host.namespace, 'link', 'show',
+                       netns.HOST_DEVICE])
+    return 'NO-CARRIER' not in shown and 'state UP' in shown
+
+  with netns.Network(2, 10**8) as network:
+    a, b = network.hosts
+    assert netns.wait_until(lambda: carrier(a) and carrier(b), 10)
+    network.set_link(b, False)
+    assert netns.wait_until(lambda: not carrier(b), 10)
+    assert carrier(a)
+    network.set_link(b, True)
+    assert netns.wait_until(lambda: carrier(b), 10)
+
+
 def test_a_failed_setup_removes_what_it_made(network_host, monkeypatch):
   """The tc of the second host fails: NetworkSetupError names the command
   and its stderr, and the namespaces made so far are gone."""

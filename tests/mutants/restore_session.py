@@ -37,7 +37,8 @@ import run_population
 
 RESTORED = 'restored from the report in docs/tests.md'
 _RUN = re.compile(
-    r'run_population\.py \w+ --size (\d+) --seed (\d+) --timeout (\d+)')
+    r'run_population\.py \w+ --size (\d+) --seed (\d+) --timeout (\d+)'
+    r'(?: --workers (\d+))?')
 _AT = re.compile(r'at commit (\w+) \(started ([^)]*)\): \d+ of \d+ sampled '
                  r'mutants run in (\d+) minutes')
 _SURVIVOR = re.compile(r'^- `([^`]+)`( \((timed out|uncovered)\))?$')
@@ -64,7 +65,8 @@ def read_section(population, doc=report.DOC):
   meta = {'population': population, 'commit': commit,
           'size': int(run.group(1)), 'seed': int(run.group(2)),
           'timeout': int(run.group(3)), 'started': at.group(2),
-          'seconds': 60.0 * int(at.group(3)), 'restored': True}
+          'seconds': 60.0 * int(at.group(3)), 'restored': True,
+          'workers': int(run.group(4) or 1)}
   kinds = {None: 'survived', 'timed out': 'timeout', 'uncovered': 'uncovered'}
   survivors = {}
   # The last list holds the mutants not killed and not equivalent, as the

@@ -337,6 +337,32 @@ def test_imagenet_training_crops_in_range_and_follows_the_seed(
   assert not np.array_equal(first[0][0][0], other[0][0][0])
 
 
+def _shuffle_seeds(pipeline):
+  """The op seed (seed2) of every shuffle stage of `pipeline`'s graph."""
+  graph = tf.Graph()
+  with graph.as_default():
+    pipeline.tower(0)
+    # Inputs: the dataset, the buffer size, seed, seed2 (both generations;
+    # seed2 is computed from the op seed on 2.x).
+    seed2s = [op.inputs[3] for op in graph.get_operations()
+              if op.type.startswith('Shuffle')]
+    with tf.Session() as sess:
+      return [int(s) for s in sess.run(seed2s)]
+
+
+def test_imagenet_s_two_shuffles_draw_from_seeds_of_their_own(imagenet_dir):
+  """The files' order and the records' order are shuffled with distinct
+  op seeds of the run's seed (the same seed would draw both permutations
+  from one random stream)."""
+  directory, _, _ = imagenet_dir
+  pipeline = datasets.InputPipeline(
+      datasets.get_dataset('imagenet', directory), 'train', 6, 1,
+      (20, 20, 3), seed=11)
+  seeds = _shuffle_seeds(pipeline)
+  assert len(seeds) == 2, seeds
+  assert len(set(seeds)) == 2, seeds
+
+
 def test_imagenet_training_crop_is_a_region_of_the_image(imagenet_dir):
   """Without distortions, a training image is a resized crop of the
   original, flipped or not: its mean colour stays within the original's

@@ -203,6 +203,14 @@ def test_help_and_helpfull(capsys):
   assert '--seed: Alias for --tf_random_seed.' in out
 
 
+@pytest.mark.parametrize('argv', [['--nohelp'], ['--help=false'],
+                                  ['--nohelpfull', '--nohelp']])
+def test_help_set_false_prints_nothing_and_parses_the_rest(argv, capsys):
+  args = command_line.parse_args(argv + ['--model=lenet'], environ={})
+  assert args.model == 'lenet'
+  assert capsys.readouterr().out == ''
+
+
 def test_the_table_names_its_aliases_as_flag_text_does():
   assert as_typed.CANONICAL_NAMES == dict(
       (d.dest, d.name) for d in table.definitions() if d.dest != d.name)
@@ -270,3 +278,21 @@ def test_a_link_rate_below_1kbit_or_without_a_unit_is_refused(text):
   assert _refused(['--network_rate', text, '--launch_local_cluster']) == (
       '--network_rate=%s: expected a link speed of at least 1kbit; pass e.g. '
       '--network_rate=200mbit, 1gbit or 500kbit' % text)
+
+
+@pytest.mark.parametrize('dest, typed, expected', [
+    ('forward_only', '--noforward_only', '--noforward_only'),
+    ('forward_only', '--forward_only', '--forward_only=false'),
+    ('forward_only', '-forward_only', '-forward_only=false'),
+    ('staged_vars', '--nostaged_vars', '--nostaged_vars'),
+    ('staged_vars', '--staged_vars', '--staged_vars=false')])
+def test_a_false_boolean_is_named_bare_only_in_its_no_form(dest, typed,
+                                                          expected):
+  """`--noflag` says false by itself; any other name of a false boolean
+  (one that sorts before `no` + the flag, as forward_only does, or after
+  it) carries `=false`."""
+
+  class Args(object):
+    typed_names = {dest: typed}
+  setattr(Args, dest, False)
+  assert as_typed.value(Args, dest) == expected

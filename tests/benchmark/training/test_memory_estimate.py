@@ -192,3 +192,24 @@ def test_the_backward_pass_keeps_a_part_of_the_forward_tensors():
   forward = one.footprint.activation_bytes_per_image * 16 * 2
   assert 0 < one.activations <= forward
   assert abs(two.activations - 2 * one.activations) <= 1
+
+
+def test_each_copy_of_the_variables_holds_the_weights_and_their_slots():
+  """The variables' part as the docstring gives it: the parameters and
+  the optimizer's slots (momentum one, adam two) a copy, a copy a tower
+  under replicated and one under parameter_server, plus 3 parameter-sized
+  transients of their initialisation."""
+  def variables(optimizer, strategy, towers):
+    config = run_config.BenchmarkConfig(
+        model='lenet', batch_size=8, num_gpus=towers, device='cpu',
+        optimizer=optimizer, variable_update=strategy).resolved()
+    return memory_estimate.estimate(config, towers, 0)
+
+  params = variables('sgd', 'parameter_server', 1).footprint.param_bytes
+  for optimizer, slots in (('sgd', 0), ('momentum', 1), ('adam', 2)):
+    for strategy, towers, copies in (('parameter_server', 3, 1),
+                                     ('replicated', 3, 3),
+                                     ('replicated', 1, 1)):
+      got = variables(optimizer, strategy, towers).variables
+      assert got == params * (copies * (1 + slots) + 3), (
+          optimizer, strategy, towers)
