@@ -242,6 +242,55 @@ def test_layers_default_names_are_the_same_in_every_tower(strategy):
       'logits/kernel', 'logits/bias']
 
 
+def _np_conv_same(x, kernel, bias):
+  """A stride-1 SAME convolution of NHWC `x` with HWIO `kernel`, plus
+  `bias`, in float64."""
+  kh, kw = kernel.shape[:2]
+  top, left = (kh - 1) // 2, (kw - 1) // 2
+  padded = np.pad(x, [(0, 0), (top, kh - 1 - top), (left, kw - 1 - left),
+                      (0, 0)])
+  height, width = x.shape[1:3]
+  out = np.zeros(x.shape[:3] + kernel.shape[3:])
+  for i in range(kh):
+    for j in range(kw):
+      out += np.einsum('nhwc,co->nhwo',
+                       padded[:, i:i + height, j:j + width], kernel[i, j])
+  return out + bias
+
+
+@pytest.mark.filterwarnings('ignore:`tf.layers.')
+@pytest.mark.parametrize('relu', [True, False])
+def test_standard_conv_and_fc_are_their_affine_maps_then_a_relu_if_asked(
+    relu):
+  """AlexNet's and VGG's layers: a SAME convolution with a bias, and a
+  dense layer over the flattened input, each followed by a ReLU exactly
+  when `relu` (a logits layer has none), against NumPy."""
+  rng = np.random.RandomState(0)
+  images = rng.uniform(-1, 1, (2, 5, 5, 3)).astype(np.float32)
+  graph = tf.Graph()
+  with graph.as_default():
+    nets = blocks.StandardLayers(blocks.Layers(True))
+    conv = nets.conv(tf.constant(images), 4, 3, name='conv', relu=relu)
+    fc = nets.fc(conv, 6, name='fc', relu=relu)
+    variables = dict((v.op.name, v) for v in tf.global_variables())
+    with tf.Session() as sess:
+      # Biases start at zero: give them values that a ReLU would cut.
+      for name in ('conv/bias', 'fc/bias'):
+        variables[name].initializer.run()
+        variables[name].load(rng.uniform(-1, 1, variables[name].shape))
+      sess.run([v.initializer for n, v in variables.items()
+                if not n.endswith('bias')])
+      got_conv, got_fc, values = sess.run([conv, fc, variables])
+  act = (lambda y: np.maximum(y, 0)) if relu else (lambda y: y)
+  want_conv = act(_np_conv_same(images.astype(np.float64),
+                                values['conv/kernel'], values['conv/bias']))
+  np.testing.assert_allclose(got_conv, want_conv, rtol=1e-5, atol=1e-5)
+  want_fc = act(got_conv.reshape(2, -1).astype(np.float64).dot(
+      values['fc/kernel']) + values['fc/bias'])
+  np.testing.assert_allclose(got_fc, want_fc, rtol=1e-5, atol=1e-5)
+  assert (want_conv < 0).any() != relu and (want_fc < 0).any() != relu
+
+
 # --- each data set's models, as tf_cnn_benchmarks' model_config ----------
 
 # (data set, model) -> (image, classes): upstream's image_size (a square of
