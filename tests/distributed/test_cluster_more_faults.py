@@ -320,6 +320,27 @@ def test_a_task_exits_when_its_launcher_s_pipe_closes(tasks):
   assert 'the launcher is gone: exiting' in output
 
 
+def test_a_controller_whose_workers_never_come_says_so_every_5_s(tasks):
+  """distributed_all_reduce's controller waits for its workers' ports: one
+  line every WAIT_REPORT_SECS (not one a probe), then, at
+  --startup_timeout_secs, an error naming every worker not up."""
+  controller, one, two = ['127.0.0.1:%d' % _free_port() for _ in range(3)]
+  process = tasks.start(clusterlib.BASE_FLAGS + [
+      '--variable_update', 'distributed_all_reduce', '--all_reduce_spec',
+      'xring', '--job_name', 'controller', '--controller_host', controller,
+      '--worker_hosts', '%s,%s' % (one, two), '--startup_timeout_secs',
+      str(liveness.WAIT_REPORT_SECS + 2)])
+  output, _ = process.communicate(
+      timeout=liveness.WAIT_REPORT_SECS + 2 + clusterlib.PROCESS_START_SECS)
+  assert process.returncode == 1, output
+  waiting = [l for l in output.splitlines()
+             if l == 'controller: waiting for worker:0, worker:1']
+  assert len(waiting) == 1, output
+  assert ('task controller: worker:0 at %s, worker:1 at %s did not come up '
+          'within --startup_timeout_secs=%g' % (
+              one, two, liveness.WAIT_REPORT_SECS + 2)) in output
+
+
 def test_launcher_refuses_to_run_inside_a_task(tasks):
   process = tasks.start(README_COMMAND + ['--launch_local_cluster'],
                         env={LAUNCHER_FD_ENV: '3'})

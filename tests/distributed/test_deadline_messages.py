@@ -4,10 +4,13 @@
 "Graph execution error:" preamble, a "Detected at node" line or a
 traceback's). Every other task answers here: the error is this task's."""
 
+import time
+
 import pytest
 import tensorflow as _tf
 
 from variable_mgr.benchmark.cluster import deadline
+from variable_mgr.benchmark.cluster import liveness
 
 tf = _tf.compat.v1
 
@@ -62,3 +65,40 @@ def test_a_call_past_its_deadline_says_so(monkeypatch):
       'task worker:0: DeadlineExceededError while running step 3: Timed out '
       'waiting, within the deadline of 30s, while every other task still '
       'answers; if steps are that slow, raise --op_timeout_secs.')
+
+
+class _CountingMonitor(_Monitor):
+  """Every other task alive; counts the rounds of probes."""
+
+  def __init__(self):
+    self.rounds = 0
+
+  def gone(self, tasks, finished=None):
+    del tasks, finished
+    self.rounds += 1
+    return []
+
+
+class _SlowSession(object):
+  def __init__(self, seconds):
+    self.seconds = seconds
+
+  def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+    del feed_dict, options, run_metadata
+    time.sleep(self.seconds)
+    return fetches
+
+
+def test_a_worker_probes_its_peers_only_during_a_call_open_that_long():
+  """A call shorter than PROBE_INTERVAL_SECS probes no peer (most calls:
+  a probe round costs connections to every task); one open for twice
+  that long does."""
+  interval = liveness.PROBE_INTERVAL_SECS
+  short, long_ = _CountingMonitor(), _CountingMonitor()
+  deadline.DeadlineCaller(tf, _SlowSession(0.5 * interval), short, 30.0,
+                          probe_peers=True)('x', 'a short call')
+  assert short.rounds == 0
+  deadline.DeadlineCaller(tf, _SlowSession(2.5 * interval), long_, 30.0,
+                          probe_peers=True)('x', 'a long call')
+  # Each round asks about the PS tasks, then about the workers.
+  assert long_.rounds >= 2

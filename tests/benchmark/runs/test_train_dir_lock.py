@@ -88,6 +88,29 @@ def test_a_lock_of_another_host_is_refused(tmp_path):
     train_dir_lock.acquire(str(train_dir))
 
 
+@pytest.mark.parametrize('line, refused', [
+    ('host elsewhere.example', True),  # Cut after the host: still named.
+    ('host', False),  # Cut before it: no host to check, taken over.
+    ('pid 12', False)])
+def test_a_lock_line_cut_short_is_read_as_far_as_it_goes(tmp_path, line,
+                                                         refused):
+  """A lock file whose line was cut short (a holder killed while writing
+  it): a host it names is another host's; without one it is a stale
+  lock, taken over."""
+  train_dir = tmp_path / 'train'
+  train_dir.mkdir()
+  (train_dir / train_dir_lock.LOCK_NAME).write_text(line + '\n')
+  lines = []
+  if refused:
+    with pytest.raises(train_dir_lock.TrainDirBusyError,
+                       match='names a run on another host .%s.' % line):
+      train_dir_lock.acquire(str(train_dir), log=lines.append)
+    return
+  train_dir_lock.acquire(str(train_dir), log=lines.append).release()
+  assert len(lines) == 1 and lines[0].endswith(
+      'from a run that is gone (%s)' % line)
+
+
 def test_a_run_releases_its_lock_and_the_next_run_resumes(tmp_path, capsys):
   train_dir = str(tmp_path / 'train')
   assert cli.main(TINY + ['--train_dir=' + train_dir]) == 0
