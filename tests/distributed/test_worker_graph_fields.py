@@ -7,6 +7,7 @@ tests run them)."""
 
 import pytest
 
+import graph_walk
 import variable_mgr
 from variable_mgr.benchmark.cluster import task_spec
 from variable_mgr.benchmark.cluster import worker_graph
@@ -14,11 +15,12 @@ from variable_mgr.benchmark.training import run_config
 from variable_mgr.compat import tf
 
 
-def _graph(task_index, tmp_path, **fields):
+def _graph(task_index, tmp_path, variable_update='parameter_server',
+           **fields):
   workers = ['127.0.0.1:%d' % (2400 + k) for k in range(2)]
   spec = task_spec.TaskSpec('worker', task_index, ['127.0.0.1:2399'], workers)
   config = run_config.BenchmarkConfig(
-      model='trivial', num_gpus=1, variable_update='parameter_server',
+      model='trivial', num_gpus=1, variable_update=variable_update,
       train_dir=str(tmp_path), **fields).resolved()
   host = variable_mgr.ClusterBenchmarkCnn(spec.cluster_dict(), task_index, 1)
   return worker_graph.build_worker_graph(config, host, spec, sync=True)
@@ -68,3 +70,23 @@ def test_the_chief_hands_one_ready_token_to_each_other_worker(tmp_path):
   other = _graph(1, tmp_path)
   assert other.ready_enqueue is None
   assert other.ready_dequeue.dtype == tf.int32
+
+
+@pytest.mark.parametrize('task_index', [0, 1])
+def test_a_worker_initialises_the_variables_on_its_own_task(task_index,
+                                                           tmp_path):
+  """collective_all_reduce keeps every copy (and its optimizer slots) on
+  the worker's own task, in its own graph: the chief's global init covers
+  its own, another worker's local init its own (the broadcast gives the
+  copies their values, not the slots theirs), and no worker initialises
+  the PS's variables twice."""
+  g = _graph(task_index, tmp_path, 'collective_all_reduce',
+             optimizer='momentum')
+  with g.graph.as_default():
+    variables = tf.global_variables()
+  on_own = set(v.op.name for v in variables
+               if tf.DeviceSpec.from_string(v.device).job == 'worker')
+  assert any('Momentum' in n for n in on_own), sorted(on_own)
+  above = graph_walk.ancestors(g.local_init_op)
+  initialised = set(v.op.name for v in variables if v.initializer in above)
+  assert initialised == (set() if task_index == 0 else on_own)
