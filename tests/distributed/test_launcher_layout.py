@@ -8,6 +8,7 @@ import io
 import pytest
 
 from variable_mgr.benchmark.cluster import launcher
+from variable_mgr.benchmark.cluster import netns
 from variable_mgr.benchmark.flags import command_line
 
 
@@ -52,3 +53,33 @@ def test_the_tasks_of_each_strategy(monkeypatch, update, extra, want):
   out = io.StringIO()
   assert launcher.main(args, argv, out) == 0, out.getvalue()
   assert _Cluster.made == [want]
+
+
+class _Host(object):
+  def __init__(self, index):
+    self.address = '10.9.0.%d' % (index + 1)
+
+
+class _Network(object):
+  def __init__(self, count):
+    self.hosts = [_Host(k) for k in range(count)]
+
+
+@pytest.mark.parametrize('num_ps, num_workers, controller', [
+    (2, 3, False), (1, 1, False), (0, 3, True)])
+def test_on_a_network_each_task_runs_in_the_host_of_its_address(
+    tmp_path, num_ps, num_workers, controller):
+  """With --network_rate every task is a host of its own: a task starts
+  in the namespace of the address the others reach it at (PS tasks, then
+  workers, a controller last), one task a host."""
+  network = _Network(num_ps + num_workers + (1 if controller else 0))
+  cluster = launcher.LocalCluster(num_ps, num_workers, [], str(tmp_path), 5,
+                                  network=network, controller=controller)
+  tasks = cluster.task_argvs()
+  assert len(tasks) == len(network.hosts)
+  for name, address, _, host in tasks:
+    assert address == '%s:%d' % (host.address, netns.PORT), name
+  assert len(set(id(host) for _, _, _, host in tasks)) == len(tasks)
+  names = [name for name, _, _, _ in tasks]
+  assert names[-1] == ('controller' if controller else
+                       'worker:%d' % (num_workers - 1))
