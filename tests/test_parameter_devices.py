@@ -87,7 +87,8 @@ def test_local_ps_on_gpu_spreads_variables_over_the_towers(variable_kind):
 def test_distributed_all_reduce_one_stage_pscpu_sums_on_every_worker():
   """A one-stage `pscpu` across workers sums on CPU 0 of each worker
   (piece j of gradient i on worker (i + j) mod 2), never on worker 0's CPU
-  alone."""
+  alone. One all-reduce a gradient (bucket_bytes=0): the default bucket
+  would hold the four gradients in one buffer, one piece a worker."""
   workers, towers = 2, 2
   num_towers = workers * towers
   inputs = [dict((n, np.ones(size, np.float32)) for n, size in SIZES)
@@ -96,7 +97,7 @@ def test_distributed_all_reduce_one_stage_pscpu_sums_on_every_worker():
     host = variable_mgr.ControllerBenchmarkCnn(
         {'worker': ['127.0.0.1:1', '127.0.0.1:2']}, towers)
     mgr = variable_mgr.create('distributed_all_reduce', host,
-                              all_reduce_spec='pscpu')
+                              all_reduce_spec='pscpu', bucket_bytes=0)
     _build(mgr, host, num_towers, inputs)
     sums = [op for op in graph.get_operations()
             if op.type == 'AddN' and 'shuffle_all_reduce' in op.name]

@@ -51,7 +51,8 @@ _STRATEGY_OPTIONS = collections.OrderedDict([
     ('agg_small_grads_max_bytes', (_ALL_REDUCE, 0)),
     ('agg_small_grads_max_group', (_ALL_REDUCE, 10)),
     ('float16_transfer', (_ALL_REDUCE, False)),
-    ('bucket_bytes', (('collective_all_reduce',), None)),
+    ('bucket_bytes', (('collective_all_reduce', 'distributed_all_reduce'),
+                      None)),
 ])
 
 
@@ -87,9 +88,10 @@ def create(variable_update, benchmark_cnn, reduction=None,
       agg_small_grads_max_group, float16_transfer (replicated and
       distributed_all_reduce, which requires all_reduce_spec): see
       `VariableMgrLocalReplicated`.
-      bucket_bytes (collective_all_reduce): the largest bucket of
-      gradients one collective carries across the workers, in bytes (see
-      `strategies.gradient_buckets`); None for its default.
+      bucket_bytes (collective_all_reduce, distributed_all_reduce): the
+      largest bucket of gradients one all-reduce carries across the
+      workers, in bytes (see `strategies.gradient_buckets`); None for the
+      default.
 
   Returns:
     A `VariableMgr`.
@@ -172,14 +174,12 @@ def _construct(entry, variable_update, benchmark_cnn, reduction,
     use_nccl = options.pop('use_nccl', False)
     return cls(benchmark_cnn, use_nccl, reduction=reduction,
                accumulation_dtype=accumulation_dtype, **options)
-  if variable_update == 'distributed_all_reduce':
-    return cls(benchmark_cnn, reduction=reduction,
-               accumulation_dtype=accumulation_dtype, **options)
-  if variable_update == 'collective_all_reduce':
+  if variable_update in ('distributed_all_reduce', 'collective_all_reduce'):
+    bucket_bytes = options.pop('bucket_bytes', None)
     mgr = cls(benchmark_cnn, reduction=reduction,
-              accumulation_dtype=accumulation_dtype)
-    if options.get('bucket_bytes') is not None:
-      mgr.configure_buckets(options['bucket_bytes'])
+              accumulation_dtype=accumulation_dtype, **options)
+    if bucket_bytes is not None:
+      mgr.configure_buckets(bucket_bytes)
     return mgr
   if partition_min_bytes:
     return cls(benchmark_cnn, reduction=reduction,

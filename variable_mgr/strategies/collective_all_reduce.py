@@ -86,7 +86,8 @@ def set_collective_group_leader(config):
   return config
 
 
-class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
+class VariableMgrCollectiveAllReduce(gradient_buckets.Bucketed,
+                                     _replicas.TowerCopiesMgr):
   """See the module docstring.
 
   The host needs `cluster` (a tf.train.ClusterSpec with a "worker" job),
@@ -150,40 +151,7 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
     """Whether this worker's tower 0 is the broadcast's source."""
     return self.benchmark_cnn.task_index == 0
 
-  # Bytes a bucket of gradients crossing the network holds at most (see
-  # `gradient_buckets`); `configure_buckets` sets it.
-  bucket_bytes = gradient_buckets.DEFAULT_BUCKET_BYTES
-  # The harness's (grad, var) pairs of tower 0 (see
-  # `preprocess_device_grads`).
-  _harness_tower = ()
-
-  def configure_buckets(self, bucket_bytes):
-    """Sets the largest bucket of gradients one collective carries across
-    the workers, in bytes (see `gradient_buckets`): 0 sends every gradient
-    in a collective of its own. Every worker must set the same.
-    `variable_mgr.create(..., bucket_bytes=N)` calls it; call it before
-    `preprocess_device_grads`.
-
-    Raises:
-      InvalidOptionError: not an int of at least 0.
-    """
-    if (isinstance(bucket_bytes, bool) or
-        not isinstance(bucket_bytes, int) or bucket_bytes < 0):
-      raise errors.InvalidOptionError(
-          'bucket_bytes=%r: the largest bucket of gradients one collective '
-          'carries is a whole number of bytes, 0 or more; pass e.g. %d '
-          '(the default), or 0 for one collective a gradient.' %
-          (bucket_bytes, gradient_buckets.DEFAULT_BUCKET_BYTES))
-    self.bucket_bytes = bucket_bytes
-
-  def preprocess_device_grads(self, device_grads):
-    # The order of the backward pass is read off the harness's own
-    # gradients: the training options put ops of their own (gates,
-    # unscaling) after them, built in the list's order.
-    towers = [list(grads) for grads in device_grads]
-    self._harness_tower = towers[0] if towers else []
-    return super(VariableMgrCollectiveAllReduce,
-                 self).preprocess_device_grads(towers)
+  _all_reduce_name = 'collective'
 
   def _preprocess(self, tower_grads):
     devices = self.benchmark_cnn.raw_devices
@@ -217,9 +185,7 @@ class VariableMgrCollectiveAllReduce(_replicas.TowerCopiesMgr):
     """The buckets of the worker's sums `{index: tensor}`, in sending
     order: the backward pass's with buckets, the towers' without."""
     if self.bucket_bytes:
-      # Validated by now: pairs.
-      order = [i for i in gradient_buckets.backward_order(
-          [g for g, _ in self._harness_tower]) if i in sums]
+      order = self._backward_order(sums)
     else:
       order = sorted(sums)
     sizes = dict((i, gradient_buckets.static_bytes(t))

@@ -30,13 +30,26 @@ The default reduction is the sum over every tower of the cluster, as
 upstream's and `replicated`'s; `reduction='mean'` divides by the tower
 count of the cluster. A step is synchronous by construction: every update
 of every worker is in the one step the controller runs.
+
+The gradients go into the spec's algorithm in buckets of at most
+`bucket_bytes` (`configure_buckets`; `gradient_buckets`), filled in the
+order the backward pass produces them: each tower lays a bucket's
+gradients end to end in one buffer on its own device, the algorithm
+reduces the buffers as it would the gradients, and each tower cuts its
+result back. A bucket waits for its own gradients only, so the first
+cross the network while the backward pass goes on. upstream's packing
+(`gradient_repacking`, `agg_small_grads_max_bytes`) packs in the towers'
+order instead: either turns the default buckets off, and refuses buckets
+asked for.
 """
 
+from variable_mgr import aggregation
 from variable_mgr import errors
 from variable_mgr import interface
 from variable_mgr.allreduce import errors as allreduce_errors
 from variable_mgr.allreduce import spec as spec_lib
 from variable_mgr.compat import tf
+from variable_mgr.strategies import gradient_buckets
 from variable_mgr.strategies import replicated
 
 SPEC_EXAMPLES = "'xring', 'pscpu/pscpu' or 'nccl/xring' (GPU towers)"
@@ -65,7 +78,8 @@ def outer_stages(text):
   return result
 
 
-class VariableMgrDistributedAllReduce(replicated.VariableMgrLocalReplicated):
+class VariableMgrDistributedAllReduce(gradient_buckets.Bucketed,
+                                      replicated.VariableMgrLocalReplicated):
   """See the module docstring.
 
   The host is a controller's (`variable_mgr.ControllerBenchmarkCnn`): its
@@ -95,6 +109,8 @@ class VariableMgrDistributedAllReduce(replicated.VariableMgrLocalReplicated):
   default_reduction = 'sum'
   # The relaxed (deferred) all-reduce of `replicated` is not offered here.
   supports_relaxed_consistency = False
+  # None: the default, or 0 with upstream's packing (`configure_buckets`).
+  bucket_bytes = None
   required_attributes = interface.LOCAL_ATTRIBUTES + ('cluster',)
 
   def __init__(self, benchmark_cnn, all_reduce_spec=None, reduction=None,
@@ -152,6 +168,67 @@ class VariableMgrDistributedAllReduce(replicated.VariableMgrLocalReplicated):
             'worker, e.g. \'/job:worker/replica:0/task:0/cpu:0\'; build the '
             'host with variable_mgr.ControllerBenchmarkCnn, or on one '
             'machine use replicated.' % (device, workers))
+
+  def configure_buckets(self, bucket_bytes):
+    """See `gradient_buckets.Bucketed.configure_buckets`.
+
+    Raises:
+      InvalidOptionError: not an int of at least 0.
+      IncompatibleOptionsError: buckets with gradient_repacking or
+        agg_small_grads_max_bytes, which pack the gradients their own way.
+    """
+    super(VariableMgrDistributedAllReduce, self).configure_buckets(
+        bucket_bytes)
+    repacks, small_bytes = self._packing[:2]
+    if bucket_bytes and (repacks or small_bytes):
+      raise errors.IncompatibleOptionsError(
+          'bucket_bytes=%r with %s: upstream\'s packing concatenates the '
+          'gradients in the towers\' order; use one of the two (bucket_bytes'
+          '=0 for upstream\'s).' % (bucket_bytes, (
+              'gradient_repacking=%r' % repacks if repacks else
+              'agg_small_grads_max_bytes=%r' % small_bytes)))
+
+  def _bucket_size(self):
+    if self.bucket_bytes is not None:
+      return self.bucket_bytes
+    repacks, small_bytes = self._packing[:2]
+    return 0 if repacks or small_bytes else (
+        gradient_buckets.DEFAULT_BUCKET_BYTES)
+
+  def _all_reduce(self, tower_grads, devices):
+    """The spec's algorithm over the towers' buckets (see the module
+    docstring); without buckets, over each gradient."""
+    bucket_bytes = self._bucket_size()
+    if not bucket_bytes:
+      return super(VariableMgrDistributedAllReduce, self)._all_reduce(
+          tower_grads, devices)
+    present = [i for i, (g, _) in enumerate(tower_grads[0]) if g is not None]
+    if not present:
+      return tower_grads
+    tensors = [dict((i, aggregation.densify(tower[i][0])) for i in present)
+               for tower in tower_grads]
+    first = tensors[0]
+    buckets = gradient_buckets.plan(
+        dict((i, gradient_buckets.static_bytes(t)) for i, t in first.items()),
+        dict((i, t.dtype.base_dtype) for i, t in first.items()),
+        self._backward_order(present), bucket_bytes)
+    buffers = []
+    with tf.name_scope('gradient_buckets'):
+      for tower, device in zip(tensors, devices):
+        with tf.device(device):
+          buffers.append([gradient_buckets.pack([tower[i] for i in b.indices])
+                          for b in buckets])
+    sums = self._reduce_fn(buffers, devices)
+    reduced = [[(None, v) for _, v in tower] for tower in tower_grads]
+    with tf.name_scope('gradient_buckets'):
+      for d, device in enumerate(devices):
+        with tf.device(device):
+          for bucket, buffer in zip(buckets, sums[d]):
+            values = gradient_buckets.unpack(
+                buffer, [first[i].shape for i in bucket.indices])
+            for i, value in zip(bucket.indices, values):
+              reduced[d][i] = (value, tower_grads[d][i][1])
+    return reduced
 
   def _param_devices(self):
     # A one-stage pscpu sums on every worker's CPU, not on worker 0's alone.

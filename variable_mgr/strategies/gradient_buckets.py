@@ -1,16 +1,19 @@
-"""collective_all_reduce's buckets: which gradients travel together across
-the workers, and in what order.
+"""Buckets: which gradients travel together across the workers, and in
+what order (collective_all_reduce and distributed_all_reduce).
 
-The backward pass produces the last layer's gradients first. The worker's
-sums of its towers' gradients (`worker_hierarchy`) are taken in that order
-and grouped into buckets of at most `bucket_bytes` bytes each: consecutive
-gradients of one dtype, laid flat end to end in one buffer (one `ConcatV2`
-on the worker's first tower), which one collective all-reduce carries
-across the workers and one `Split` cuts back. A bucket's all-reduce waits
+The backward pass produces the last layer's gradients first. The
+gradients are taken in that order and grouped into buckets of at most
+`bucket_bytes` bytes each: consecutive gradients of one dtype, laid flat
+end to end in one buffer (one `ConcatV2`), which one all-reduce carries
+across the workers and one `Split` cuts back. collective_all_reduce packs
+the worker's sums of its towers' gradients (`worker_hierarchy`) on the
+worker's first tower, one collective a bucket; distributed_all_reduce
+packs each tower's gradients on its own device, and its spec's algorithm
+reduces the buffers as it would the gradients. A bucket's all-reduce waits
 for its own gradients only, so the first buckets cross the network while
 the backward pass is still computing the earlier layers' gradients; a
-bucket rather than a gradient a collective keeps small tensors from each
-paying a collective's fixed cost.
+bucket rather than a gradient an all-reduce keeps small tensors from each
+paying an all-reduce's fixed cost.
 
 Which gradient comes first is read off the graph: `tf.gradients` builds the
 ops of the backward pass in the order they can run, the last layer's
@@ -19,24 +22,28 @@ the backward pass can produce it (`backward_order`). Every worker builds
 the same model and so finds the same order and the same buckets: a
 bucket's collective instance key is that of its first gradient in the
 towers' list, so keys match across workers and no two buckets share one.
-Every worker must be given the same `bucket_bytes`.
+Every worker must be given the same `bucket_bytes`. The order is read off
+the gradients the harness gave (`Bucketed.preprocess_device_grads`): the
+training options add ops of their own after them (gates, unscaling),
+built in the list's order.
 
 A gradient larger than `bucket_bytes` is a bucket of its own, reduced as it
 is (no copy in or out); so is one whose shape is not fully defined.
 `bucket_bytes=0` makes every gradient a bucket of its own, in the towers'
-order: one collective a gradient, as before buckets.
+order: one all-reduce a gradient, as before buckets.
 
 Packing is exact: concatenating, reducing and cutting back adds each
-element of one worker to the same element of every other worker, as a
-collective of the gradient alone does. With two workers each element's sum
-is one addition, so the numbers equal those of a collective a gradient bit
-for bit; with more workers the ring's chunks fall elsewhere in a buffer
-than in a lone gradient, so the order in which the workers' values are
-added (and so the last bit of a float sum) can differ.
+element of one tower or worker to the same element of every other, as an
+all-reduce of the gradient alone does. With two members each element's
+sum is one addition, so the numbers equal those of an all-reduce a
+gradient bit for bit; with more, a ring's chunks fall elsewhere in a
+buffer than in a lone gradient, so the order in which the members' values
+are added (and so the last bit of a float sum) can differ.
 """
 
 import collections
 
+from variable_mgr import errors
 from variable_mgr.compat import tf
 
 # The bucket size when the user sets none: 256 KiB, measured on the
@@ -120,15 +127,70 @@ def static_bytes(tensor):
   return shape.num_elements() * tensor.dtype.base_dtype.size
 
 
+def pack(tensors):
+  """`tensors` (one dtype, fully defined shapes) laid flat end to end in
+  one buffer, on the current device; one tensor is its own buffer."""
+  if len(tensors) == 1:
+    return tensors[0]
+  return tf.concat([tf.reshape(t, [-1]) for t in tensors], 0)
+
+
+def unpack(buffer, shapes):
+  """`pack`'s buffer cut back into tensors of `shapes`, on the current
+  device."""
+  if len(shapes) == 1:
+    return [buffer]
+  parts = tf.split(buffer, [s.num_elements() for s in shapes], 0)
+  return [tf.reshape(p, s) for p, s in zip(parts, shapes)]
+
+
 def reduce_bucket(tensors, reduce_fn):
   """`reduce_fn(buffer)` of `tensors` (one dtype, fully defined shapes, on
   the current device) laid flat end to end, cut back into their shapes.
   One tensor is reduced as it is."""
-  if len(tensors) == 1:
-    return [reduce_fn(tensors[0])]
-  shapes = [t.shape for t in tensors]
-  sizes = [s.num_elements() for s in shapes]
-  buffer = tf.concat([tf.reshape(t, [-1]) for t in tensors], 0)
-  reduced = reduce_fn(buffer)
-  parts = tf.split(reduced, sizes, 0)
-  return [tf.reshape(p, s) for p, s in zip(parts, shapes)]
+  return unpack(reduce_fn(pack(tensors)), [t.shape for t in tensors])
+
+
+class Bucketed(object):
+  """What a strategy that sends its gradients in buckets shares: the
+  bucket size (`configure_buckets`) and the backward pass's order, read
+  off the harness's own gradients. A mixin before the strategy's base
+  class; `_all_reduce_name` names the all-reduce a bucket takes, in the
+  refusal of a bad size."""
+
+  # Bytes a bucket holds at most; `configure_buckets` sets it.
+  bucket_bytes = DEFAULT_BUCKET_BYTES
+  _all_reduce_name = 'all-reduce'
+  # The harness's (grad, var) pairs of tower 0.
+  _harness_tower = ()
+
+  def configure_buckets(self, bucket_bytes):
+    """Sets the largest bucket of gradients one all-reduce carries across
+    the workers, in bytes: 0 sends every gradient in an all-reduce of its
+    own. Every worker must set the same. `variable_mgr.create(...,
+    bucket_bytes=N)` calls it; call it before `preprocess_device_grads`.
+
+    Raises:
+      InvalidOptionError: not an int of at least 0.
+    """
+    if (isinstance(bucket_bytes, bool) or
+        not isinstance(bucket_bytes, int) or bucket_bytes < 0):
+      raise errors.InvalidOptionError(
+          'bucket_bytes=%r: the largest bucket of gradients one %s '
+          'carries is a whole number of bytes, 0 or more; pass e.g. %d '
+          '(the default), or 0 for one %s a gradient.' %
+          (bucket_bytes, self._all_reduce_name, DEFAULT_BUCKET_BYTES,
+           self._all_reduce_name))
+    self.bucket_bytes = bucket_bytes
+
+  def preprocess_device_grads(self, device_grads):
+    towers = [list(grads) for grads in device_grads]
+    self._harness_tower = towers[0] if towers else []
+    return super(Bucketed, self).preprocess_device_grads(towers)
+
+  def _backward_order(self, present):
+    """The indices `present` (of the towers' lists) in the order the
+    backward pass produces their gradients."""
+    # Validated by now: pairs.
+    return [i for i in backward_order([g for g, _ in self._harness_tower])
+            if i in present]
