@@ -259,19 +259,22 @@ def _np_conv_same(x, kernel, bias):
 
 
 @pytest.mark.filterwarnings('ignore:`tf.layers.')
-@pytest.mark.parametrize('relu', [True, False])
+@pytest.mark.parametrize('relu', [True, False, None])
 def test_standard_conv_and_fc_are_their_affine_maps_then_a_relu_if_asked(
     relu):
   """AlexNet's and VGG's layers: a SAME convolution with a bias, and a
   dense layer over the flattened input, each followed by a ReLU exactly
-  when `relu` (a logits layer has none), against NumPy."""
+  when `relu` (a logits layer has none; None: not given, the hidden
+  layers' ReLU), against NumPy."""
+  given = {} if relu is None else {'relu': relu}
+  relu = relu is not False
   rng = np.random.RandomState(0)
   images = rng.uniform(-1, 1, (2, 5, 5, 3)).astype(np.float32)
   graph = tf.Graph()
   with graph.as_default():
     nets = blocks.StandardLayers(blocks.Layers(True))
-    conv = nets.conv(tf.constant(images), 4, 3, name='conv', relu=relu)
-    fc = nets.fc(conv, 6, name='fc', relu=relu)
+    conv = nets.conv(tf.constant(images), 4, 3, name='conv', **given)
+    fc = nets.fc(conv, 6, name='fc', **given)
     variables = dict((v.op.name, v) for v in tf.global_variables())
     with tf.Session() as sess:
       # Biases start at zero: give them values that a ReLU would cut.
