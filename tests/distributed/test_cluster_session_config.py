@@ -85,3 +85,24 @@ def test_a_session_sees_its_task_and_the_ps_and_waits_op_timeout_secs(
   assert config.operation_timeout_in_ms == 2500
   assert list(config.device_filters) == filters
   assert not config.allow_soft_placement
+
+
+def test_the_controller_s_session_sees_the_workers_and_waits_op_timeout_secs():
+  """distributed_all_reduce's controller: its one session runs on the
+  workers only, with --op_timeout_secs in milliseconds and worker 0 the
+  collective group leader."""
+  from variable_mgr.benchmark.cluster import controller_task  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import run_config  # pylint: disable=g-import-not-at-top
+  args = flags_lib.parse_task_args(
+      ['--job_name', 'controller', '--controller_host', '127.0.0.1:1',
+       '--worker_hosts', '127.0.0.1:2,127.0.0.1:3', '--variable_update',
+       'distributed_all_reduce', '--all_reduce_spec', 'xring', '--model',
+       'trivial', '--op_timeout_secs', '2.5', '--num_intra_threads', '3'],
+      environ={})
+  config = controller_task.session_config(args, run_config.from_args(args))
+  assert config.operation_timeout_in_ms == 2500
+  assert list(config.device_filters) == ['/job:worker']
+  assert not config.allow_soft_placement
+  assert (config.experimental.collective_group_leader ==
+          '/job:worker/replica:0/task:0')
+  assert config.intra_op_parallelism_threads == 3
