@@ -117,6 +117,18 @@ def test_links_are_shaped_both_ways_and_removed(network_host):
   assert not set(names) & set(netns.namespaces())
 
 
+def test_a_link_of_1mbit_carries_full_size_packets(network_host):
+  """At 1mbit 10 ms of the rate is 1250 bytes, less than an Ethernet
+  frame: the bucket holds at least MIN_BURST_BYTES, so full-size TCP
+  segments pass and the goodput is the rate's."""
+  del network_host
+  rate = 10**6
+  with netns.Network(2, rate) as network:
+    a, b = network.hosts
+    measured = netns.goodput(a, b, seconds=2.0)
+    assert 0.8 * rate < measured < 1.02 * rate, measured
+
+
 def test_a_link_taken_down_loses_its_carrier_and_comes_back_up(
     network_host):
   """set_link(host, False) downs the host's bridge port, so the host's own
