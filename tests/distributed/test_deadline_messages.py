@@ -102,3 +102,24 @@ def test_a_worker_probes_its_peers_only_during_a_call_open_that_long():
                           probe_peers=True)('x', 'a long call')
   # Each round asks about the PS tasks, then about the workers.
   assert long_.rounds >= 2
+
+
+def test_a_call_tensorflow_does_not_end_is_ended_2_s_past_its_deadline(
+    monkeypatch):
+  """docs/clusters.md: a call that outlives its deadline (a session that
+  ignores RunOptions' timeout here) is ended by the watchdog 2 seconds
+  after it, naming what the call did."""
+  monkeypatch.setattr(deadline, 'DEATH_GRACE_SECS', 0.0)
+  ended = []
+  start = time.time()
+  monkeypatch.setattr(deadline.DeadlineCaller, '_end', staticmethod(
+      lambda error: ended.append((time.time() - start, str(error)))))
+  deadline.DeadlineCaller(tf, _SlowSession(3.4), _Monitor(), 0.5)(
+      'x', 'running step 7')
+  # The first end (the real one exits the process; this one returns, and
+  # the watchdog ends the call again each time it looks).
+  assert ended
+  seconds, message = ended[0]
+  # The watchdog looks every 0.25 s.
+  assert 0.5 + 2.0 <= seconds <= 0.5 + 2.0 + 0.6, seconds
+  assert 'running step 7' in message

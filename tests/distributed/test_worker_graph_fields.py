@@ -90,3 +90,16 @@ def test_a_worker_initialises_the_variables_on_its_own_task(task_index,
   above = graph_walk.ancestors(g.local_init_op)
   initialised = set(v.op.name for v in variables if v.initializer in above)
   assert initialised == (set() if task_index == 0 else on_own)
+
+
+@pytest.mark.parametrize('task_index', [0, 1])
+def test_the_token_counts_read_the_queues_their_names_say(task_index,
+                                                          tmp_path):
+  """`started_sizes` counts each worker's 'started' token on PS 0 (the
+  peer watcher's proof that a worker came up), `done_sizes` its 'done'
+  token, one queue a worker, in the workers' order."""
+  g = _graph(task_index, tmp_path)
+  for kind, sizes in (('started', g.started_sizes),
+                      ('done', g.done_sizes)):
+    assert [s.op.inputs[0].op.name for s in sizes] == [
+        '%s_worker_%d_ps_0' % (kind, k) for k in range(2)]
