@@ -123,3 +123,28 @@ def test_a_call_tensorflow_does_not_end_is_ended_2_s_past_its_deadline(
   # The watchdog looks every 0.25 s.
   assert 0.5 + 2.0 <= seconds <= 0.5 + 2.0 + 0.6, seconds
   assert 'running step 7' in message
+
+
+class _DiesLate(_Monitor):
+  """worker:1's port refuses connections 0.5 s after the first probe (a
+  connection breaks a moment before a killed task's port closes)."""
+
+  def __init__(self):
+    self.first = None
+
+  def dead(self, tasks, finished=None):
+    del tasks, finished
+    self.first = self.first or time.time()
+    return [('worker:1', '127.0.0.1:2', 'gone')] if (
+        time.time() - self.first > 0.5) else []
+
+  def failure(self, dead, context):
+    return RuntimeError('%s: %s' % (context, dead[0][0]))
+
+
+def test_a_failed_call_probes_a_while_for_the_task_that_broke_it():
+  call = deadline.DeadlineCaller(tf, None, _DiesLate(), 30.0)
+  error = tf.errors.UnavailableError(None, None, 'Socket closed')
+  failure = call.explain(error, 'running step 3', 30.0)
+  assert str(failure) == ('this task (worker:0) got UnavailableError while '
+                          'running step 3: Socket closed: worker:1')

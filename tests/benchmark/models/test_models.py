@@ -32,6 +32,18 @@ def _build(name, is_training=True, batch=2):
   return graph, loss
 
 
+def test_lenet_pools_as_upstream_s_mpool_2_2():
+  """upstream's lenet_model: conv 32 5x5, mpool(2, 2), conv 64 5x5,
+  mpool(2, 2) (a 2x2 window, stride 2), affine 512: two max pools of a 2x2
+  window and stride 2 that halve 28 to 14 to 7."""
+  graph, _ = _build('lenet')
+  pools = [op for op in graph.get_operations() if op.type == 'MaxPool']
+  assert [list(op.get_attr('ksize')) for op in pools] == [[1, 2, 2, 1]] * 2
+  assert [list(op.get_attr('strides')) for op in pools] == [[1, 2, 2, 1]] * 2
+  assert [op.outputs[0].shape.as_list()[1:3] for op in pools] == [
+      [14, 14], [7, 7]]
+
+
 @pytest.mark.parametrize('name', sorted(EXPECTED))
 def test_model_sizes(name):
   graph, loss = _build(name)
