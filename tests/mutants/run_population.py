@@ -51,6 +51,9 @@ import shards
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 SESSIONS = os.path.join(HERE, 'sessions')
+sys.path.insert(0, os.path.join(REPO, 'benchmarks'))
+
+import upstream_master  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 POPULATIONS = {
     'library': ('variable_mgr', ['variable_mgr/benchmark/**/*.py']),
@@ -285,6 +288,13 @@ def main(argv=None):
           '%Y-%m-%d %H:%M UTC')
     with open(meta_path, 'w') as f:
       json.dump(meta, f, indent=1)
+    # The copies are not beside ../shared: the tests that read master's
+    # tf_cnn_benchmarks (tests/upstream, the flag tables' tests) find it
+    # through the environment, as they find it beside the checkout, else
+    # they skip and a mutant only they kill survives.
+    upstream = upstream_master.find_upstream(REPO)
+    if upstream:
+      os.environ.setdefault(upstream_master.UPSTREAM_ENV, upstream)
     start = time.time()
     meta['workers'] = max(args.workers, meta.get('workers', 1))
     try:
