@@ -78,6 +78,10 @@ def read_section(population, doc=report.DOC):
       survivors[match.group(1)] = kinds[match.group(3)]
   for match in _EQUIVALENT.finditer(section):
     survivors.setdefault(match.group(1), 'survived')
+  # A report without reruns names its equivalent mutants nowhere: they
+  # survived (no test can kill them), and the report counts them apart.
+  for name in report.load_equivalents():
+    survivors.setdefault(name, 'survived')
   return meta, survivors
 
 
@@ -111,7 +115,9 @@ def restore(population):
                if item.job_id not in results]
     names = dict((report.mutant_name(item.mutations[0]), item)
                  for item in sampled)
-    missing = sorted(set(survivors) - set(names))
+    equivalents = report.load_equivalents()
+    missing = sorted(n for n in set(survivors) - set(names)
+                     if n not in equivalents)
     if missing or len(sampled) != meta['size']:
       raise SystemExit('restore_session: the sample made again differs from '
                        'the report (%d sampled, %d in the report; not in it: '
