@@ -175,14 +175,29 @@ def _check_strategy(args, typed, cluster, mode):
         value(args, 'variable_update'))
 
 
+BUCKETED = ('collective_all_reduce', 'distributed_all_reduce')
+
+
 def _check_buckets(args, typed):
-  if ('gradient_bucket_bytes' in typed and not args.compare and
-      args.variable_update != 'collective_all_reduce'):
+  if 'gradient_bucket_bytes' not in typed or args.compare:
+    return
+  if args.variable_update not in BUCKETED:
     raise UsageError(
-        '%s with %s: it sizes the buckets of collective_all_reduce only; '
-        'drop it or pass --variable_update=collective_all_reduce' % (
-            given(args, 'gradient_bucket_bytes'),
-            value(args, 'variable_update')))
+        '%s with %s: it sizes the buckets of collective_all_reduce and '
+        'distributed_all_reduce only; drop it or pass one of those as '
+        '--variable_update' % (given(args, 'gradient_bucket_bytes'),
+                               value(args, 'variable_update')))
+  # distributed_all_reduce's buckets are its own packing; upstream's packs
+  # the towers' gradients in their order instead (the library refuses both).
+  packing = [name for name in ('gradient_repacking',
+                               'agg_small_grads_max_bytes')
+             if getattr(args, name)]
+  if args.gradient_bucket_bytes and packing:
+    raise UsageError(
+        '%s with %s: upstream\'s packing concatenates the gradients in the '
+        'towers\' order, the buckets in the backward pass\'s; drop one of '
+        'the two (--gradient_bucket_bytes=0 keeps upstream\'s packing)' % (
+            given(args, 'gradient_bucket_bytes'), given(args, packing[0])))
 
 
 def _check_controller(args, typed, tf_config, launch):
