@@ -51,8 +51,8 @@ _STRATEGY_OPTIONS = collections.OrderedDict([
     ('agg_small_grads_max_bytes', (_ALL_REDUCE, 0)),
     ('agg_small_grads_max_group', (_ALL_REDUCE, 10)),
     ('float16_transfer', (_ALL_REDUCE, False)),
-    ('bucket_bytes', (('collective_all_reduce', 'distributed_all_reduce'),
-                      None)),
+    ('bucket_bytes', (('collective_all_reduce', 'distributed_all_reduce',
+                       'parameter_server'), None)),
 ])
 
 
@@ -88,10 +88,10 @@ def create(variable_update, benchmark_cnn, reduction=None,
       agg_small_grads_max_group, float16_transfer (replicated and
       distributed_all_reduce, which requires all_reduce_spec): see
       `VariableMgrLocalReplicated`.
-      bucket_bytes (collective_all_reduce, distributed_all_reduce): the
-      largest bucket of gradients one all-reduce carries across the
-      workers, in bytes (see `strategies.gradient_buckets`); None for the
-      default.
+      bucket_bytes (collective_all_reduce, distributed_all_reduce, and
+      parameter_server on a cluster): the largest bucket of gradients one
+      all-reduce (or push to a PS task) carries across the workers, in
+      bytes (see `strategies.gradient_buckets`); None for the default.
 
   Returns:
     A `VariableMgr`.
@@ -174,16 +174,17 @@ def _construct(entry, variable_update, benchmark_cnn, reduction,
     use_nccl = options.pop('use_nccl', False)
     return cls(benchmark_cnn, use_nccl, reduction=reduction,
                accumulation_dtype=accumulation_dtype, **options)
-  if variable_update in ('distributed_all_reduce', 'collective_all_reduce'):
-    bucket_bytes = options.pop('bucket_bytes', None)
-    mgr = cls(benchmark_cnn, reduction=reduction,
-              accumulation_dtype=accumulation_dtype, **options)
-    if bucket_bytes is not None:
-      mgr.configure_buckets(bucket_bytes)
-    return mgr
+  bucket_bytes = options.pop('bucket_bytes', None)
+  if bucket_bytes is not None and not hasattr(cls, 'configure_buckets'):
+    raise errors.IncompatibleOptionsError(
+        'bucket_bytes=%r with variable_update=%r on one machine: buckets '
+        'size the pushes to the PS tasks of a cluster, and a local '
+        'parameter server has none; drop it or give the host a cluster.' %
+        (bucket_bytes, variable_update))
   if partition_min_bytes:
-    return cls(benchmark_cnn, reduction=reduction,
-               accumulation_dtype=accumulation_dtype,
-               variable_partition_min_bytes=partition_min_bytes)
-  return cls(benchmark_cnn, reduction=reduction,
-             accumulation_dtype=accumulation_dtype)
+    options['variable_partition_min_bytes'] = partition_min_bytes
+  mgr = cls(benchmark_cnn, reduction=reduction,
+            accumulation_dtype=accumulation_dtype, **options)
+  if bucket_bytes is not None:
+    mgr.configure_buckets(bucket_bytes)
+  return mgr

@@ -1,5 +1,6 @@
 """Buckets: which gradients travel together across the workers, and in
-what order (collective_all_reduce and distributed_all_reduce).
+what order (collective_all_reduce, distributed_all_reduce, and the pushes
+of parameter_server on a cluster).
 
 The backward pass produces the last layer's gradients first. The
 gradients are taken in that order and grouped into buckets of at most
@@ -9,7 +10,9 @@ across the workers and one `Split` cuts back. collective_all_reduce packs
 the worker's sums of its towers' gradients (`worker_hierarchy`) on the
 worker's first tower, one collective a bucket; distributed_all_reduce
 packs each tower's gradients on its own device, and its spec's algorithm
-reduces the buffers as it would the gradients. A bucket's all-reduce waits
+reduces the buffers as it would the gradients; parameter_server packs a
+worker's gradients of one PS task's variables on the worker and cuts the
+buffer back on that task. A bucket's all-reduce (or push) waits
 for its own gradients only, so the first buckets cross the network while
 the backward pass is still computing the earlier layers' gradients; a
 bucket rather than a gradient an all-reduce keeps small tensors from each
@@ -155,8 +158,8 @@ class Bucketed(object):
   """What a strategy that sends its gradients in buckets shares: the
   bucket size (`configure_buckets`) and the backward pass's order, read
   off the harness's own gradients. A mixin before the strategy's base
-  class; `_all_reduce_name` names the all-reduce a bucket takes, in the
-  refusal of a bad size."""
+  class; `_all_reduce_name` names what carries a bucket (an all-reduce,
+  a push to a PS task), in the refusal of a bad size."""
 
   # Bytes a bucket holds at most; `configure_buckets` sets it.
   bucket_bytes = DEFAULT_BUCKET_BYTES
@@ -177,8 +180,8 @@ class Bucketed(object):
         not isinstance(bucket_bytes, int) or bucket_bytes < 0):
       raise errors.InvalidOptionError(
           'bucket_bytes=%r: the largest bucket of gradients one %s '
-          'carries is a whole number of bytes, 0 or more; pass e.g. %d '
-          '(the default), or 0 for one %s a gradient.' %
+          'carries is a whole number of bytes, 0 or more; pass e.g. %d, '
+          'or 0 for one %s a gradient.' %
           (bucket_bytes, self._all_reduce_name, DEFAULT_BUCKET_BYTES,
            self._all_reduce_name))
     self.bucket_bytes = bucket_bytes

@@ -7,7 +7,15 @@ On a cluster, `variable_partition_min_bytes=N` splits every variable of
 more than N bytes into slices along its first axis, at most one a PS task
 and none under N bytes, each slice on a PS task of its own (the rest
 balanced by bytes); the model reads the variable whole, each slice gets its
-own gradient and update, and checkpoints hold the variable whole."""
+own gradient and update, and checkpoints hold the variable whole.
+
+On a cluster, `bucket_bytes=N` (`configure_buckets`) pushes a worker's
+gradients to each PS task in buckets of at most N bytes, filled in the
+order the backward pass produces them (`gradient_buckets`): one buffer a
+bucket crosses the network, laid flat on the worker and cut back on the
+task, so that small gradients do not each pay a transfer's fixed cost. A
+bucket waits for its own gradients only. The default, 0, pushes every
+gradient on its own, as the seed does."""
 
 from variable_mgr import aggregation
 from variable_mgr import base
@@ -17,6 +25,7 @@ from variable_mgr import interface
 from variable_mgr import placement
 from variable_mgr import staging
 from variable_mgr.compat import tf
+from variable_mgr.strategies import gradient_buckets
 from variable_mgr.strategies import shared_loss_scale
 
 # Variables of fewer elements are cached on the worker CPU.
@@ -105,7 +114,8 @@ class VariableMgrLocalFetchFromStagedPS(_StagedMixin,
 
 
 class VariableMgrDistributedFetchFromPS(
-    shared_loss_scale.SharedLossScaleMixin, _SharedVariablesMgr):
+    gradient_buckets.Bucketed, shared_loss_scale.SharedLossScaleMixin,
+    _SharedVariablesMgr):
   """Variables on the PS tasks of `benchmark_cnn.cluster`, balanced by bytes;
   each worker caches large variables on its devices and small ones on its CPU.
   The loss scale (use_fp16) is shared on PS 0; a dynamic one skips a
@@ -118,6 +128,9 @@ class VariableMgrDistributedFetchFromPS(
   """
 
   required_attributes = interface.DISTRIBUTED_ATTRIBUTES
+  # Pushes one gradient each unless `configure_buckets` says otherwise.
+  bucket_bytes = 0
+  _all_reduce_name = 'push'
 
   def __init__(self, benchmark_cnn, reduction=None, accumulation_dtype=None,
                variable_partition_min_bytes=0):
@@ -159,8 +172,45 @@ class VariableMgrDistributedFetchFromPS(
         self._canonical_name)
 
   def _gradients_to_apply(self, device_num, state):
-    return aggregation.aggregate_gradients_using_copy(
-        state.tower_grads, self.use_mean, self.accumulation_dtype)
+    return self._pushed(aggregation.aggregate_gradients_using_copy(
+        state.tower_grads, self.use_mean, self.accumulation_dtype))
+
+  def _hand_over(self, grad, var):
+    """The gradient a variable's update takes, when it is pushed alone."""
+    del var
+    return grad
+
+  def _pushed(self, pairs):
+    """`pairs` (the worker's reduced `(gradient, variable)` pairs) with the
+    gradients of each bucket laid flat into one buffer on the worker and
+    cut back on their variables' PS task. A bucket holds gradients of one
+    task's variables, of one dtype, dense and of static shape, consecutive
+    in the backward pass's order; any other gradient, and every one with
+    `bucket_bytes=0`, goes through `_hand_over` alone."""
+    result = [(self._hand_over(g, v), v) for g, v in pairs]
+    if not self.bucket_bytes:
+      return result
+    grads = [g for g, _ in pairs]
+    sizes = [None if g is None or isinstance(g, tf.IndexedSlices) else
+             gradient_buckets.static_bytes(g) for g in grads]
+    dtypes = [None if g is None else g.dtype.base_dtype for g in grads]
+    order = self._backward_order(
+        [i for i, size in enumerate(sizes) if size is not None])
+    for device in sorted(set(pairs[i][1].device for i in order)):
+      for bucket in gradient_buckets.plan(
+          sizes, dtypes, [i for i in order if pairs[i][1].device == device],
+          self.bucket_bytes):
+        if len(bucket.indices) < 2:
+          continue
+        with tf.name_scope('gradient_buckets'), tf.device(
+            grads[bucket.indices[0]].device):
+          buffer = gradient_buckets.pack([grads[i] for i in bucket.indices])
+        with tf.name_scope('gradient_buckets'), tf.device(device):
+          parts = gradient_buckets.unpack(
+              buffer, [grads[i].shape for i in bucket.indices])
+        for i, part in zip(bucket.indices, parts):
+          result[i] = (part, pairs[i][1])
+    return result
 
   def _append_apply(self, gradient_state, opt, grads, training_ops):
     grads = locked_updates(opt, grads, self.benchmark_cnn, 'parameter_server')
@@ -200,8 +250,8 @@ class VariableMgrDistributedFetchFromStagedPS(
     return self._scope(device_num,
                        placement.chain_getters(getter, self._partitioning))
 
-  def _gradients_to_apply(self, device_num, state):
-    """The reduced gradients, each handed to its variable's device first.
+  def _hand_over(self, grad, var):
+    """`grad` handed to `var`'s device (a bucket's are cut back there).
 
     A variable's update waits for the step's put of it (its snapshot, the
     pull of the next step's value: see `_StagedMixin`); that wait is made
@@ -211,11 +261,7 @@ class VariableMgrDistributedFetchFromStagedPS(
     variable's gradient would wait for the pull of its value, and the two
     would take turns on the link instead of sharing it both ways.
     """
-    result = []
-    for g, v in super(VariableMgrDistributedFetchFromStagedPS,
-                      self)._gradients_to_apply(device_num, state):
-      result.append((_on_variable_device(g, v), v))
-    return result
+    return _on_variable_device(grad, var)
 
 
 def check_cluster(benchmark_cnn, variable_update):

@@ -1,6 +1,7 @@
-"""--gradient_bucket_bytes: the bucket size of collective_all_reduce and
-distributed_all_reduce reaches the manager the benchmark builds; it is
-refused with another strategy, and beside upstream's packing."""
+"""--gradient_bucket_bytes: the bucket size of collective_all_reduce,
+distributed_all_reduce and parameter_server's pushes reaches the manager
+the benchmark builds; it is refused with another strategy, on one machine,
+and beside upstream's packing."""
 
 import pytest
 import tensorflow as tf
@@ -57,8 +58,33 @@ def test_the_flag_with_another_strategy_is_refused_as_typed():
                       '--gradient_bucket_bytes=010'], environ={})
   assert str(e.value).startswith(
       '--gradient_bucket_bytes=010 with --variable_update=replicated: it '
-      'sizes the buckets of collective_all_reduce and distributed_all_reduce '
-      'only; drop it or pass one of those as --variable_update')
+      'sizes the buckets of collective_all_reduce, distributed_all_reduce and '
+      "parameter_server's pushes only; drop it or pass one of those as "
+      '--variable_update')
+
+
+def test_the_flag_on_one_machine_is_refused_as_typed():
+  with pytest.raises(command_line.UsageError) as e:
+    command_line.parse_args(['--variable_update=parameter_server',
+                             '--num_gpus=2', '--gradient_bucket_bytes=064'],
+                            environ={})
+  assert str(e.value).startswith(
+      '--gradient_bucket_bytes=064 with --variable_update=parameter_server on '
+      'one machine: it sizes the pushes to the PS tasks of a cluster, and a '
+      'local parameter server has none; drop it or add --launch_local_cluster')
+
+
+@pytest.mark.parametrize('given, expected', [
+    ([], 0),
+    (['--gradient_bucket_bytes', '4096'], 4096),
+    (['--staged_vars', '--gradient_bucket_bytes=64'], 64),
+])
+def test_the_flag_sizes_the_pushes_of_a_ps_worker(given, expected):
+  host = variable_mgr.ClusterBenchmarkCnn(
+      {'ps': ['h:1'], 'worker': ['h:2', 'h:3']}, 1, 2)
+  argv = ['--model=trivial', '--num_gpus=2', '--batch_size=4',
+          '--launch_local_cluster', '--variable_update=parameter_server']
+  assert built_manager(argv + given, host).bucket_bytes == expected
 
 
 @pytest.mark.parametrize('packing', ['--gradient_repacking=02',

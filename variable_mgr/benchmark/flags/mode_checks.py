@@ -77,7 +77,7 @@ def check(args, typed, environ, command):
                            '--' + compare_flags[0],
                            flag_list(compare_flags, args)))
   _check_strategy(args, typed, cluster, mode)
-  _check_buckets(args, typed)
+  _check_buckets(args, typed, cluster)
   _check_controller(args, typed, tf_config, launch)
   if cluster:
     ignored = [f for f in LOCAL_ONLY_FLAGS if f in typed and getattr(args, f)]
@@ -175,18 +175,26 @@ def _check_strategy(args, typed, cluster, mode):
         value(args, 'variable_update'))
 
 
-BUCKETED = ('collective_all_reduce', 'distributed_all_reduce')
+BUCKETED = ('collective_all_reduce', 'distributed_all_reduce',
+            'parameter_server')
 
 
-def _check_buckets(args, typed):
+def _check_buckets(args, typed, cluster):
   if 'gradient_bucket_bytes' not in typed or args.compare:
     return
   if args.variable_update not in BUCKETED:
     raise UsageError(
-        '%s with %s: it sizes the buckets of collective_all_reduce and '
-        'distributed_all_reduce only; drop it or pass one of those as '
-        '--variable_update' % (given(args, 'gradient_bucket_bytes'),
-                               value(args, 'variable_update')))
+        '%s with %s: it sizes the buckets of collective_all_reduce, '
+        'distributed_all_reduce and parameter_server\'s pushes only; drop '
+        'it or pass one of those as --variable_update' % (
+            given(args, 'gradient_bucket_bytes'),
+            value(args, 'variable_update')))
+  if not cluster:
+    raise UsageError(
+        '%s with %s on one machine: it sizes the pushes to the PS tasks of '
+        'a cluster, and a local parameter server has none; drop it or add '
+        '--launch_local_cluster' % (given(args, 'gradient_bucket_bytes'),
+                                    value(args, 'variable_update')))
   # distributed_all_reduce's buckets are its own packing; upstream's packs
   # the towers' gradients in their order instead (the library refuses both).
   packing = [name for name in ('gradient_repacking',

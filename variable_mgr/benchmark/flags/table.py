@@ -313,10 +313,11 @@ CLUSTER_FLAGS = (
          'how long a task waits for the others to come up and for the chief '
          'to initialise'),
     flag('gradient_bucket_bytes', t.int_at_least(0), None,
-         'collective_all_reduce, distributed_all_reduce: the largest '
-         'bucket of gradients one all-reduce carries across the workers, '
-         'filled in the order the backward pass produces them (default: '
-         '256 KiB; 0: one all-reduce a gradient)'),
+         'collective_all_reduce, distributed_all_reduce, parameter_server '
+         'on a cluster: the largest bucket of gradients one all-reduce (or '
+         'push to a PS task) carries across the workers, filled in the '
+         'order the backward pass produces them (default: 256 KiB for the '
+         'all-reduces, 0 for the pushes; 0: one a gradient)'),
     flag('variable_partition_min_bytes', t.int_at_least(0), 0,
          'distributed PS strategies: split every variable of more than this '
          'many bytes into at most one slice a PS task, none under this size '
