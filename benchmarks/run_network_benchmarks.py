@@ -79,12 +79,16 @@ round 2):
   worker, and the two all-reduces with two (pscpu/xring), each at three
   rates where its bound is about 2x, 1x and 0.5x of its c0 on these
   machines (the arithmetic: `network/plan.py`, `balanced_rates`), and
-  collective_all_reduce with buckets of one gradient, 64 KiB and 1 MiB
-  beside its default 256 KiB at the same rates, and each on unshaped links;
-  each cell's step against max(c0, bound), which a step that hides its
-  transfer behind the backward pass reaches, and against c0 + bound, which
-  one that hides none of it takes. `--subset balanced` runs these 40 cells
-  alone (`--plan --subset balanced` estimates 34 minutes for 2 rounds);
+  collective_all_reduce and distributed_all_reduce with buckets of one
+  gradient, 64 KiB and 1 MiB beside their default 256 KiB, parameter_server
+  and staged with pushes in buckets of 64 KiB, 256 KiB and 1 MiB beside
+  their default of one gradient a push, at the same rates, and each on
+  unshaped links; each cell's step against max(c0, bound), which a step
+  that hides its transfer behind the backward pass reaches, and against
+  c0 + bound, which one that hides none of it takes. `--subset balanced`
+  runs these 76 cells alone; `--subset buckets` the bucket sizes and their
+  strategies' defaults at the rate where the bound is about c0, and
+  unshaped (32 cells; `--plan --subset NAME` estimates the time);
 - lenet on unshaped links (the same veth pairs and bridge, no tbf), 2
   workers: staged and asynchronous parameter_server and
   collective_all_reduce with 1 PS, the plain, staged and asynchronous PS
@@ -189,7 +193,8 @@ six unshaped cells; 2 rounds of 4 timed steps; 10-15 minutes) writes
 `benchmarks/NETWORK_RESULTS.md` and the `network goals` section of
 `benchmarks/RESULTS.md` (run_benchmarks.py keeps it); `--output` writes
 the whole file elsewhere and RESULTS.md not at all. `--subset NAME` runs
-only the plan's cells of that subset (`allreduce`, `balanced`) and writes
+only the plan's cells of that subset (`allreduce`, `balanced`, `buckets`)
+and writes
 `benchmarks/NETWORK_<NAME>_RESULTS.md` (`_quick` with `--quick`), naming
 the commit measured and the subset, and leaves NETWORK_RESULTS.md and
 RESULTS.md alone; `--rounds N` runs N rounds instead of the plan's 2.

@@ -72,18 +72,35 @@ TOWERED = collections.OrderedDict([
         ['--variable_update', 'distributed_all_reduce', '--all_reduce_spec',
          TWO_STAGE_SPEC], 'ring')),
 ])
-# collective_all_reduce with buckets other than its default (256 KiB,
-# gradient_buckets.DEFAULT_BUCKET_BYTES): one gradient a bucket, 64 KiB, and
-# 1 MiB (the default before these cells measured it: about the whole of
-# resnet20, so that one bucket waits for most of the backward pass).
+# Bucket sizes beside each strategy's default: the all-reduces' default is
+# 256 KiB (gradient_buckets.DEFAULT_BUCKET_BYTES), measured here against one
+# gradient a bucket, 64 KiB, and 1 MiB (the default before these cells
+# measured it: about the whole of resnet20, so that one bucket waits for
+# most of the backward pass); parameter_server pushes one gradient at a time
+# unless asked, measured here against 64 KiB, 256 KiB and 1 MiB buckets.
 BUCKETS = ', buckets of '
 BUCKET_SIZES = collections.OrderedDict([
-    ('one gradient', 0), ('64 KiB', 64 << 10), ('1 MiB', 1 << 20)])
+    ('one gradient', 0), ('64 KiB', 64 << 10), ('256 KiB', 256 << 10),
+    ('1 MiB', 1 << 20)])
+BUCKET_TRIALS = collections.OrderedDict([
+    ('collective_all_reduce', ('one gradient', '64 KiB', '1 MiB')),
+    (DAR, ('one gradient', '64 KiB', '1 MiB')),
+    ('staged parameter_server', ('64 KiB', '256 KiB', '1 MiB')),
+    ('parameter_server', ('64 KiB', '256 KiB', '1 MiB')),
+])
 BUCKETED = collections.OrderedDict(
-    ('collective_all_reduce' + BUCKETS + name, (
-        STRATEGIES['collective_all_reduce'][0] +
-        ['--gradient_bucket_bytes', str(size)], 'ring'))
-    for name, size in BUCKET_SIZES.items())
+    (strategy + BUCKETS + name, (
+        STRATEGIES[strategy][0] +
+        ['--gradient_bucket_bytes', str(BUCKET_SIZES[name])],
+        STRATEGIES[strategy][1]))
+    for strategy, names in BUCKET_TRIALS.items() for name in names)
+
+
+def unbucketed(strategy):
+  """The strategy a label of BUCKETED tries other buckets of."""
+  return strategy.split(BUCKETS)[0]
+
+
 # Every label: its flags and kind of bound.
 LABELS = collections.OrderedDict(
     list(STRATEGIES.items()) + list(DIAGNOSTICS.items()) +
@@ -210,8 +227,9 @@ BALANCED_C0_MS = collections.OrderedDict(
     [('parameter_server', 98), ('staged parameter_server', 80),
      ('distributed_replicated', 70), ('collective_all_reduce', 55),
      (DAR, 79), ('collective_all_reduce' + TWO_TOWERS, 103),
-     (DAR_TWO_STAGE + TWO_TOWERS, 131)] +
-    [(label, 55) for label in BUCKETED])
+     (DAR_TWO_STAGE + TWO_TOWERS, 131)])
+BALANCED_C0_MS.update(
+    (label, BALANCED_C0_MS[unbucketed(label)]) for label in BUCKETED)
 
 
 def balanced_rates(strategy):
@@ -278,6 +296,12 @@ SUBSETS = collections.OrderedDict([
         'every synchronous cluster strategy on resnet20, whose compute and '
         'transfer are comparable, at three rates each and unshaped',
         lambda cell: cell.workload == BALANCED_WORKLOAD)),
+    ('buckets', (
+        'the balanced cells of the strategies with buckets, each bucket '
+        'size, at the rate where the bound is about c0 and unshaped',
+        lambda cell: cell.workload == BALANCED_WORKLOAD and
+        unbucketed(cell.strategy) in BUCKET_TRIALS and cell.rate in (
+            None, BALANCED_RATES[cell.strategy][1] * 10**6))),
 ])
 
 

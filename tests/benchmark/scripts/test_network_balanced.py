@@ -22,7 +22,7 @@ def test_the_balanced_subset_of_the_full_plan(plan):
   full = plan.full_cells()
   cells = plan.subset_plan(plan.FULL, 'balanced')['cells']()
   assert cells == [c for c in full if c.workload == 'resnet20']
-  assert len(set(cells)) == len(cells) == 10 * 4
+  assert len(set(cells)) == len(cells) == 19 * 4
   for strategy, rates in plan.BALANCED_RATES.items():
     # Three rates, slowest first, and the unshaped cell.
     assert list(rates) == sorted(rates) and len(set(rates)) == 3
@@ -31,7 +31,7 @@ def test_the_balanced_subset_of_the_full_plan(plan):
       assert plan.Cell(rate, 'resnet20', 2, num_ps, strategy) in cells
   # Every synchronous cluster strategy of the plan, with one and two
   # towers a worker for the all-reduces, and collective_all_reduce's
-  # bucket sizes.
+  # bucket sizes, and parameter_server's (plain and staged).
   assert set(plan.BALANCED_RATES) == (
       {s for s in plan.OWN if plan.kind(s) != 'async_ps'} |
       set(plan.TOWERED) | set(plan.BUCKETED))
@@ -60,19 +60,45 @@ def test_each_rate_puts_the_bound_at_2x_1x_and_half_of_c0(
     assert abs(got / want - 1) < 0.01, (strategy, got, want)
 
 
-def test_bucket_cells_pass_their_size(plan):
+@pytest.mark.parametrize('strategy, variable_update, sizes', [
+    ('collective_all_reduce', 'collective_all_reduce', [0, 64, 1024]),
+    ('distributed_all_reduce (xring)', 'distributed_all_reduce',
+     [0, 64, 1024]),
+    ('staged parameter_server', 'parameter_server', [64, 256, 1024]),
+    ('parameter_server', 'parameter_server', [64, 256, 1024]),
+])
+def test_bucket_cells_pass_their_size(plan, strategy, variable_update, sizes):
+  """Each bucket label runs its strategy's flags with its size, at the
+  strategy's rates."""
   runs = importlib.import_module('benchmarks.network.runs')
-  sizes = {}
+  base_flags = plan.STRATEGIES[strategy][0]
+  got = []
   for label in plan.BUCKETED:
+    if plan.unbucketed(label) != strategy:
+      continue
     cell = plan.Cell(165 * 10**6, 'resnet20', 2, 1, label)
     _, flags = runs.cell_flags(cell, 5, 2, 60.0)
-    assert flags[flags.index('--variable_update') + 1] == (
-        'collective_all_reduce')
+    assert flags[flags.index('--variable_update') + 1] == variable_update
     assert flags[flags.index('--num_gpus') + 1] == '1'
-    sizes[label] = int(flags[flags.index('--gradient_bucket_bytes') + 1])
-  assert sorted(sizes.values()) == [0, 64 * 1024, 1024 * 1024]
-  assert plan.BALANCED_RATES[label] == plan.BALANCED_RATES[
-      'collective_all_reduce']
+    assert ('--staged_vars' in flags) == ('--staged_vars' in base_flags)
+    got.append(int(flags[flags.index('--gradient_bucket_bytes') + 1]))
+    assert plan.BALANCED_RATES[label] == plan.BALANCED_RATES[strategy]
+    assert plan.kind(label) == plan.kind(strategy)
+  assert sorted(got) == [k * 1024 for k in sizes]
+
+
+def test_the_buckets_subset(plan):
+  """Every bucket label and its strategy, at the rate where the bound is
+  about c0, and unshaped."""
+  cells = plan.subset_plan(plan.FULL, 'buckets')['cells']()
+  strategies = set(plan.BUCKETED) | set(plan.BUCKET_TRIALS)
+  want = set()
+  for strategy in strategies:
+    num_ps = 0 if plan.has_controller(strategy) else 1
+    for rate in (plan.BALANCED_RATES[strategy][1] * 10**6, None):
+      want.add(plan.Cell(rate, 'resnet20', 2, num_ps, strategy))
+  assert len(cells) == len(set(cells)) == len(want) == 32
+  assert set(cells) == want
 
 
 def test_resnet20_cells_run_cifar10_at_16_a_tower(plan):
