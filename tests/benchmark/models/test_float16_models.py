@@ -197,9 +197,10 @@ def test_float16_batch_norm_of_layers_is_float32_inside(training):
 # Every model of the benchmark's table with --use_fp16, at the smallest
 # image its layers take where the model's own is large (alexnet's VALID
 # 11x11 convolution and pools need 67, inception3's VALID convolutions and
-# reductions 75); the variables are the model's own whatever the image.
+# reductions 75, googlenet's 7x7 VALID average pool after five halvings
+# 193); the variables are the model's own whatever the image.
 SMALL_IMAGE_SIDES = {'resnet50': 32, 'alexnet': 67, 'vgg16': 32,
-                     'inception3': 75, 'resnet101': 32}
+                     'inception3': 75, 'googlenet': 193, 'resnet101': 32}
 # The models that also run a step: float16 CPU kernels are slow, a step of
 # resnet50, vgg16 or resnet101 at these sizes takes 14-40 s on 2 cores
 # (each of them, resnet152 too, ran a step of finite loss on both

@@ -62,7 +62,7 @@ def test_inference_adds_no_updates():
 
 def test_unknown_model_lists_names():
   with pytest.raises(KeyError, match='trivial, lenet, resnet20, resnet50, '
-                     'alexnet, vgg16, inception3, resnet101, resnet152'):
+                     'alexnet, vgg16, inception3, googlenet, resnet101, resnet152'):
     catalog.get_model('vgg19')
 
 
@@ -123,6 +123,35 @@ def _alexnet_parameters(classes=1000):
           sum(i * o + o for i, o in dense))
 
 
+def _googlenet_parameters(classes=1000):
+  """tf_cnn_benchmarks' GoogleNet: a 7x7/2 convolution of 64, a 1x1 of 64,
+  a 3x3 of 192, then inception modules (k 1x1; l 1x1 then m 3x3; n 1x1
+  then p 5x5; a 3x3 max pool then q 1x1), each convolution with a bias,
+  and a dense layer over the 1024 channels of the last module."""
+  def conv(k, i, o):
+    return k * k * i + 1, o  # weights and bias of one output channel
+
+  total = 0
+  for k, i, o in ((7, 3, 64), (1, 64, 64), (3, 64, 192)):
+    per, out = conv(k, i, o)
+    total += per * out
+  channels = 192
+  for k, l, m, n, p, q in ((64, 96, 128, 16, 32, 32),
+                           (128, 128, 192, 32, 96, 64),
+                           (192, 96, 208, 16, 48, 64),
+                           (160, 112, 224, 24, 64, 64),
+                           (128, 128, 256, 24, 64, 64),
+                           (112, 144, 288, 32, 64, 64),
+                           (256, 160, 320, 32, 128, 128),
+                           (256, 160, 320, 32, 128, 128),
+                           (384, 192, 384, 48, 128, 128)):
+    total += ((channels + 1) * (k + l + n + q) + (9 * l + 1) * m +
+              (25 * n + 1) * p)
+    channels = k + m + p + q
+  assert channels == 1024
+  return total + (channels + 1) * classes
+
+
 # name -> (trainable variables, parameters, UPDATE_OPS in training): the
 # published sizes with 1,000 classes (VGG-16 138,357,544; Keras'
 # InceptionV3 23,817,352 trainable; torchvision's ResNet-101 44,549,160 and
@@ -131,6 +160,7 @@ LAYERS_EXPECTED = {
     'alexnet': (16, _alexnet_parameters(), 0),
     'vgg16': (32, 138357544, 0),
     'inception3': (190, 23817352, 188),
+    'googlenet': (116, _googlenet_parameters(), 0),
     'resnet101': (314, 44549160, 208),
 }
 
@@ -318,6 +348,7 @@ UPSTREAM_SHAPES = {
     ('imagenet', 'alexnet'): ((227, 227, 3), 1001),  # 224 + 3
     ('imagenet', 'vgg16'): ((224, 224, 3), 1001),
     ('imagenet', 'inception3'): ((299, 299, 3), 1001),
+    ('imagenet', 'googlenet'): ((224, 224, 3), 1001),
     ('imagenet', 'resnet101'): ((224, 224, 3), 1001),
     ('imagenet', 'resnet152'): ((224, 224, 3), 1001),
     ('cifar10', 'trivial'): ((32, 32, 3), 10),

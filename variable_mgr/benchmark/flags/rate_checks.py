@@ -19,8 +19,8 @@ from variable_mgr.benchmark.flags.value_types import UsageError
 # no `models.catalog` (a test checks that they agree).
 MODEL_BATCH_SIZES = {
     'trivial': 32, 'lenet': 32, 'resnet20': 32, 'resnet50': 32,
-    'alexnet': 512, 'vgg16': 64, 'inception3': 32, 'resnet101': 64,
-    'resnet152': 64}
+    'alexnet': 512, 'vgg16': 64, 'inception3': 32, 'googlenet': 32,
+    'resnet101': 64, 'resnet152': 64}
 # tf_cnn_benchmarks' batch sizes of a data set's version of a model, where
 # they differ from MODEL_BATCH_SIZES (models.CIFAR10_MODELS).
 DATA_SET_BATCH_SIZES = {('imagenet', 'resnet50'): 64,

@@ -22,7 +22,7 @@ STRATEGY_NAMES = ('independent', 'parameter_server', 'replicated',
                   'distributed_replicated', 'collective_all_reduce',
                   'distributed_all_reduce')
 MODEL_NAMES = ('trivial', 'lenet', 'resnet20', 'resnet50', 'alexnet', 'vgg16',
-               'inception3', 'resnet101', 'resnet152')
+               'inception3', 'googlenet', 'resnet101', 'resnet152')
 DATA_NAMES = ('imagenet', 'cifar10', 'digits', 'small')
 # tf_cnn_benchmarks' data set when a command line names none: synthetic
 # images of its shapes unless --data_dir gives files.

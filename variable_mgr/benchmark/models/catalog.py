@@ -37,13 +37,15 @@ The benchmark's own table; the first four (MODEL_NAMES) are built from
 | `resnet50` | 224x224x3  | 1000    | 161                 | 25,557,032 |
 
 tf_cnn_benchmarks' larger models (LAYERS_MODEL_NAMES) are built from
-`tf.compat.v1.layers` (`blocks.StandardLayers`, which needs Keras 2):
+`tf.compat.v1.layers` (`blocks.StandardLayers`, which needs Keras 2;
+`layers_models`):
 
 | name         | image      | classes | trainable variables | parameters  |
 |--------------|------------|---------|---------------------|-------------|
 | `alexnet`    | 227x227x3  | 1000    | 16                  | 61,838,248  |
 | `vgg16`      | 224x224x3  | 1000    | 32                  | 138,357,544 |
 | `inception3` | 299x299x3  | 1000    | 190                 | 23,817,352  |
+| `googlenet`  | 224x224x3  | 1000    | 116                 | 6,998,552   |
 | `resnet101`  | 224x224x3  | 1000    | 314                 | 44,549,160  |
 | `resnet152`  | 224x224x3  | 1000    | 467                 | 60,192,808  |
 
@@ -60,6 +62,7 @@ classes), 52,235 on cifar10 (32x32x3, 10 classes). Upstream's tables:
 | `imagenet` | `alexnet`    | 227x227x3  | 1001    |
 | `imagenet` | `vgg16`, `resnet50`, `resnet101`, `resnet152` | 224x224x3 | 1001 |
 | `imagenet` | `inception3` | 299x299x3  | 1001    |
+| `imagenet` | `googlenet`  | 224x224x3  | 1001    |
 | `cifar10`  | `trivial`, `resnet20` | 32x32x3 | 10  |
 | `cifar10`  | `alexnet`    | 32x32x3    | 10      |
 
@@ -72,7 +75,9 @@ upstream: asking for one is refused (UnknownModelError).
 AlexNet and VGG-16 are tf_cnn_benchmarks' (convolutions with biases, ReLU,
 VALID max pools, two 4096-unit layers with dropout 0.5 in training);
 Inception-v3 is tf_cnn_benchmarks' and Keras' (no auxiliary head; batch norm
-without scale after bias-free convolutions); the ResNets are v1.5 as
+without scale after bias-free convolutions); GoogLeNet is tf_cnn_benchmarks'
+Inception-v1 (no auxiliary heads, no batch norm: convolutions with biases
+and ReLU, SAME max pools, a 7x7 average pool, 28 MB of variables); the ResNets are v1.5 as
 `resnet50` is. Weight decay applies to the convolution and dense kernels.
 """
 
@@ -82,6 +87,7 @@ import tensorflow as _tf
 
 from variable_mgr import errors
 from variable_mgr.benchmark.models import blocks
+from variable_mgr.benchmark.models import layers_models
 
 tf = _tf.compat.v1
 
@@ -235,139 +241,29 @@ def _resnet50(layers, images, num_classes):
   return layers.fc(x, num_classes, 'logits')
 
 
-def _alexnet(layers, images, num_classes):
-  nets = blocks.StandardLayers(layers)
-  x = nets.conv(images, 64, 11, 4, 'VALID', name='conv1')
-  x = blocks.max_pool(x, 3, 2)
-  x = nets.conv(x, 192, 5, name='conv2')
-  x = blocks.max_pool(x, 3, 2)
-  x = nets.conv(x, 384, 3, name='conv3')
-  x = nets.conv(x, 384, 3, name='conv4')
-  x = nets.conv(x, 256, 3, name='conv5')
-  x = blocks.max_pool(x, 3, 2)
-  x = nets.fc(x, 4096, 'fc6')
-  x = nets.fc(x, 4096, 'fc7', dropout=0.5)
-  return nets.fc(x, num_classes, 'logits', relu=False, dropout=0.5)
-
-
-def _vgg16(layers, images, num_classes):
-  nets = blocks.StandardLayers(layers)
-  x = images
-  for stage, (filters, convs) in enumerate(
-      zip((64, 128, 256, 512, 512), (2, 2, 3, 3, 3))):
-    for i in range(convs):
-      x = nets.conv(x, filters, 3, name='conv%d_%d' % (stage + 1, i + 1))
-    x = blocks.max_pool(x, 2, 2)
-  x = nets.fc(x, 4096, 'fc6')
-  x = nets.fc(x, 4096, 'fc7', dropout=0.5)
-  return nets.fc(x, num_classes, 'logits', relu=False, dropout=0.5)
-
-
-def _inception3(layers, images, num_classes):
-  nets = blocks.StandardLayers(layers)
-
-  def cbn(x, filters, kernel, stride=1, padding='SAME'):
-    return nets.conv_bn(x, filters, kernel, stride, padding, scale=False,
-                        epsilon=1e-3)
-
-  def concat(branches):
-    return tf.concat(branches, 3)
-
-  x = cbn(images, 32, 3, 2, 'VALID')
-  x = cbn(x, 32, 3, 1, 'VALID')
-  x = cbn(x, 64, 3)
-  x = blocks.max_pool(x, 3, 2)
-  x = cbn(x, 80, 1, 1, 'VALID')
-  x = cbn(x, 192, 3, 1, 'VALID')
-  x = blocks.max_pool(x, 3, 2)
-  for i, pool_filters in enumerate((32, 64, 64)):  # 35 x 35
-    with tf.variable_scope('mixed_35x35_%d' % i):
-      x = concat([
-          cbn(x, 64, 1),
-          cbn(cbn(x, 48, 1), 64, 5),
-          cbn(cbn(cbn(x, 64, 1), 96, 3), 96, 3),
-          cbn(blocks.avg_pool(x, 3, 1), pool_filters, 1)])
-  with tf.variable_scope('reduce_17x17'):
-    x = concat([
-        cbn(x, 384, 3, 2, 'VALID'),
-        cbn(cbn(cbn(x, 64, 1), 96, 3), 96, 3, 2, 'VALID'),
-        blocks.max_pool(x, 3, 2)])
-  for i, width in enumerate((128, 160, 160, 192)):  # 17 x 17
-    with tf.variable_scope('mixed_17x17_%d' % i):
-      b7 = cbn(cbn(cbn(x, width, 1), width, (1, 7)), 192, (7, 1))
-      b7dbl = cbn(x, width, 1)
-      for filters, kernel in ((width, (7, 1)), (width, (1, 7)),
-                              (width, (7, 1)), (192, (1, 7))):
-        b7dbl = cbn(b7dbl, filters, kernel)
-      x = concat([cbn(x, 192, 1), b7, b7dbl,
-                  cbn(blocks.avg_pool(x, 3, 1), 192, 1)])
-  with tf.variable_scope('reduce_8x8'):
-    b7x3 = cbn(cbn(cbn(x, 192, 1), 192, (1, 7)), 192, (7, 1))
-    x = concat([
-        cbn(cbn(x, 192, 1), 320, 3, 2, 'VALID'),
-        cbn(b7x3, 192, 3, 2, 'VALID'),
-        blocks.max_pool(x, 3, 2)])
-  for i in range(2):  # 8 x 8
-    with tf.variable_scope('mixed_8x8_%d' % i):
-      b3 = cbn(x, 384, 1)
-      b3dbl = cbn(cbn(x, 448, 1), 384, 3)
-      x = concat([
-          cbn(x, 320, 1),
-          concat([cbn(b3, 384, (1, 3)), cbn(b3, 384, (3, 1))]),
-          concat([cbn(b3dbl, 384, (1, 3)), cbn(b3dbl, 384, (3, 1))]),
-          cbn(blocks.avg_pool(x, 3, 1), 192, 1)])
-  x = tf.reduce_mean(x, [1, 2])
-  return nets.fc(x, num_classes, 'logits', relu=False)
-
-
-def _layers_bottleneck(nets, x, filters, stride):
-  # ResNet v1.5, as _bottleneck_block: the stride on the 3x3 convolution.
-  if stride == 1 and x.shape.as_list()[-1] == 4 * filters:
-    shortcut = x
-  else:
-    shortcut = nets.conv_bn(x, 4 * filters, 1, stride, name='shortcut',
-                            relu=False)
-  y = nets.conv_bn(x, filters, 1, name='conv1')
-  y = nets.conv_bn(y, filters, 3, stride, name='conv2')
-  y = nets.conv_bn(y, 4 * filters, 1, name='conv3', relu=False)
-  return tf.nn.relu(y + shortcut)
-
-
-def _layers_resnet(stage_blocks):
-  def build(layers, images, num_classes):
-    nets = blocks.StandardLayers(layers)
-    x = nets.conv_bn(images, 64, 7, 2, name='conv1')
-    x = blocks.max_pool(x, 3, 2, 'SAME')
-    for stage, (filters, num_blocks) in enumerate(
-        zip((64, 128, 256, 512), stage_blocks)):
-      for block in range(num_blocks):
-        stride = 2 if stage > 0 and block == 0 else 1
-        with tf.variable_scope('stage%d_block%d' % (stage + 1, block + 1)):
-          x = _layers_bottleneck(nets, x, filters, stride)
-    x = tf.reduce_mean(x, [1, 2])
-    return nets.fc(x, num_classes, 'logits', relu=False)
-  return build
-
-
 MODELS = collections.OrderedDict((m.name, m) for m in (
     Model('trivial', (28, 28, 1), 10, 0.05, 0.0, 32, _trivial),
     Model('lenet', (28, 28, 1), 10, 0.01, 0.0, 32, _lenet),
     Model('resnet20', (32, 32, 3), 10, 0.05, 1e-4, 32, _resnet20),
     Model('resnet50', (224, 224, 3), 1000, 0.05, 1e-4, 32, _resnet50),
     # tf_cnn_benchmarks' base rates and default batch sizes per model.
-    Model('alexnet', (227, 227, 3), 1000, 0.005, 4e-5, 512, _alexnet),
-    Model('vgg16', (224, 224, 3), 1000, 0.005, 4e-5, 64, _vgg16),
-    Model('inception3', (299, 299, 3), 1000, 0.005, 4e-5, 32, _inception3),
+    Model('alexnet', (227, 227, 3), 1000, 0.005, 4e-5, 512,
+          layers_models.alexnet),
+    Model('vgg16', (224, 224, 3), 1000, 0.005, 4e-5, 64, layers_models.vgg16),
+    Model('inception3', (299, 299, 3), 1000, 0.005, 4e-5, 32,
+          layers_models.inception3),
+    Model('googlenet', (224, 224, 3), 1000, 0.005, 4e-5, 32,
+          layers_models.googlenet),
     Model('resnet101', (224, 224, 3), 1000, 0.05, 1e-4, 64,
-          _layers_resnet((3, 4, 23, 3))),
+          layers_models.resnet((3, 4, 23, 3))),
     Model('resnet152', (224, 224, 3), 1000, 0.05, 1e-4, 64,
-          _layers_resnet((3, 8, 36, 3))),
+          layers_models.resnet((3, 8, 36, 3))),
 ))
 # The models built from get_variable and tf.nn, which need no Keras.
 MODEL_NAMES = ('trivial', 'lenet', 'resnet20', 'resnet50')
 # The models built from tf.compat.v1.layers (Keras 2).
-LAYERS_MODEL_NAMES = ('alexnet', 'vgg16', 'inception3', 'resnet101',
-                      'resnet152')
+LAYERS_MODEL_NAMES = ('alexnet', 'vgg16', 'inception3', 'googlenet',
+                      'resnet101', 'resnet152')
 
 
 
@@ -402,6 +298,7 @@ IMAGENET_MODELS = collections.OrderedDict((m.name, m) for m in (
     _upstream('alexnet', (227, 227, 3), 1001),
     _upstream('vgg16', (224, 224, 3), 1001),
     _upstream('inception3', (299, 299, 3), 1001),
+    _upstream('googlenet', (224, 224, 3), 1001),
     _upstream('resnet101', (224, 224, 3), 1001, batch_size=32),
     _upstream('resnet152', (224, 224, 3), 1001, batch_size=32),
 ))
