@@ -204,6 +204,7 @@ import calendar
 import json
 import os
 import re
+import signal
 import sys
 import time
 
@@ -231,6 +232,11 @@ from variable_mgr.benchmark.reports import measure
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 SECTION = ('network goals', 'run_network_benchmarks.py')
+
+
+def _raise_interrupt(signum, frame):
+  del signum, frame
+  raise KeyboardInterrupt()
 
 
 def main(argv=None):
@@ -304,6 +310,10 @@ def main(argv=None):
     sys.stderr.write('run_network_benchmarks.py runs its clusters as '
                      '--launch_local_cluster --network_rate does: %s\n' % e)
     return 2
+  # SIGTERM unwinds as Ctrl-C does: each cell's `finally` removes its
+  # network namespaces and stops its tasks on the way out (the default
+  # action would leave them behind).
+  signal.signal(signal.SIGTERM, _raise_interrupt)
   source = markdown.source_state(ROOT)
   start = time.time()
   log = measure.make_log(start)

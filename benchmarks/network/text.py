@@ -183,6 +183,10 @@ SUBSET_SECTIONS = {
                  'against max(c0, bound)',
                  'resnet20, 2 workers, against max(c0, bound) and c0 + '
                  'bound', balanced_lines),
+    'buckets': ('Bucket sizes (issue 32): steps against max(c0, bound)',
+                'resnet20, 2 workers, each bucket size beside its '
+                'strategy\'s default, where the bound is about c0',
+                balanced_lines),
 }
 
 

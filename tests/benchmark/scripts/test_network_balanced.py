@@ -193,3 +193,8 @@ def test_the_subset_s_section(plan):
   assert ('### resnet20, 2 workers, against max(c0, bound) and c0 + bound'
           in lines)
   assert any('batch a tower: resnet20 16' in l for l in lines)
+
+
+def test_every_subset_has_its_section(plan):
+  text = importlib.import_module('benchmarks.network.text')
+  assert set(text.SUBSET_SECTIONS) == set(plan.SUBSETS)
