@@ -89,6 +89,13 @@ round 2):
   runs these 76 cells alone; `--subset buckets` the bucket sizes and their
   strategies' defaults at the rate where the bound is about c0, and
   unshaped (32 cells; `--plan --subset NAME` estimates the time);
+- the second balanced family (issue 32): googlenet on imagenet's synthetic
+  images (28.0 MB of variables, batch 32 a worker, one tower), a
+  convolutional model with real compute and tens of MB of variables:
+  parameter_server, staged, distributed_replicated, collective_all_reduce
+  and distributed_all_reduce (xring), each at the three rates where its
+  bound is about 2x, 1x and 0.5x of its c0, and unshaped; `--subset
+  googlenet` runs these 20 cells alone;
 - lenet on unshaped links (the same veth pairs and bridge, no tbf), 2
   workers: staged and asynchronous parameter_server and
   collective_all_reduce with 1 PS, the plain, staged and asynchronous PS
@@ -193,8 +200,8 @@ six unshaped cells; 2 rounds of 4 timed steps; 10-15 minutes) writes
 `benchmarks/NETWORK_RESULTS.md` and the `network goals` section of
 `benchmarks/RESULTS.md` (run_benchmarks.py keeps it); `--output` writes
 the whole file elsewhere and RESULTS.md not at all. `--subset NAME` runs
-only the plan's cells of that subset (`allreduce`, `balanced`, `buckets`)
-and writes
+only the plan's cells of that subset (`allreduce`, `balanced`, `googlenet`,
+`buckets`) and writes
 `benchmarks/NETWORK_<NAME>_RESULTS.md` (`_quick` with `--quick`), naming
 the commit measured and the subset, and leaves NETWORK_RESULTS.md and
 RESULTS.md alone; `--rounds N` runs N rounds instead of the plan's 2.

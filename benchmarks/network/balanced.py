@@ -9,8 +9,9 @@ from variable_mgr.benchmark.reports import markdown
 from .allreduce import host_mb
 from .allreduce import mb_text
 from .allreduce import ring_bytes
-from .plan import BALANCED_RATES
 from .plan import BALANCED_WORKLOAD
+from .plan import FAMILIES
+from .plan import GOOGLENET
 from .plan import Cell
 from .plan import TWO_TOWERS
 from .plan import batch
@@ -68,15 +69,15 @@ def cell_figures(t, cell, sizes):
   return found
 
 
-def balanced_rows(t, sizes):
-  """One row a shaped cell of the family in the results, by strategy then
-  rate (slowest first)."""
+def balanced_rows(t, sizes, workload=BALANCED_WORKLOAD):
+  """One row a shaped cell of `workload`'s family in the results, by
+  strategy then rate (slowest first)."""
   from variable_mgr.benchmark.cluster import netns  # pylint: disable=g-import-not-at-top
-  model = sizes[BALANCED_WORKLOAD]
+  model = sizes[workload]
   rows = []
-  for strategy, rates in BALANCED_RATES.items():
+  for strategy, rates in FAMILIES[workload].rates.items():
     for rate in rates:
-      cell = Cell(rate * 10**6, BALANCED_WORKLOAD, 2, num_ps_of(strategy, 1),
+      cell = Cell(rate * 10**6, workload, 2, num_ps_of(strategy, 1),
                   strategy)
       if not t.runs(cell):
         continue
@@ -96,9 +97,9 @@ def balanced_rows(t, sizes):
   return rows
 
 
-def balanced_lines(t, sizes):
-  """The section's table and how to read it."""
-  model = sizes[BALANCED_WORKLOAD]
+def balanced_lines(t, sizes, workload=BALANCED_WORKLOAD):
+  """The section's table of `workload`'s family and how to read it."""
+  model = sizes[workload]
   lines = [
       'Each cell: 2 workers x towers a worker, 1 PS task (none under '
       'distributed_all_reduce, whose controller is a host of its own), '
@@ -114,7 +115,7 @@ def balanced_lines(t, sizes):
       'sent / received by the busiest worker, and their ratio to what a '
       'worker must carry (the ring\'s 2(W-1)/W x B = %.2f MB, or all of B '
       'pulled and pushed). Every ratio is taken within a round.' % (
-          BALANCED_WORKLOAD, sum(model) / 1e6, batch(BALANCED_WORKLOAD),
+          workload, sum(model) / 1e6, batch(workload),
           GOAL, ring_bytes(model, 2) / 1e6), '']
   lines += markdown.table(
       ['cell', 'strategy', 'step', 'c0 (unshaped)', 'bound',
@@ -122,5 +123,10 @@ def balanced_lines(t, sizes):
        'step / (c0 + bound)',
        'workers\' links: MB a step sent / received (of what a worker '
        'carries)'],
-      balanced_rows(t, sizes), 'llllllllll')
+      balanced_rows(t, sizes, workload), 'llllllllll')
   return lines
+
+
+def googlenet_lines(t, sizes):
+  """The section of the googlenet family."""
+  return balanced_lines(t, sizes, GOOGLENET)

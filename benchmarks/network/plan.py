@@ -10,8 +10,8 @@ from variable_mgr.benchmark.reports import measure
 BATCH = 8
 # A workload's synthetic data and batch a tower, where not 'small' and
 # BATCH: resnet20 as issue 32 measured it (cifar10, 16 a worker).
-DATA_NAMES = {'resnet20': 'cifar10'}
-BATCHES = {'resnet20': 16}
+DATA_NAMES = {'resnet20': 'cifar10', 'googlenet': 'imagenet'}
+BATCHES = {'resnet20': 16, 'googlenet': 32}
 
 
 def data_name(workload):
@@ -208,9 +208,9 @@ def allreduce_cells():
   return cells
 
 
-# The balanced family (issue 32): a model whose compute and transfer are
-# comparable, resnet20 on cifar10 (BALANCED_BYTES of variables), 2 workers,
-# 1 PS. Each strategy at three rates where its bound is about 2x, 1x and
+# The balanced families (issue 32): models whose compute and transfer are
+# comparable. The first, resnet20 on cifar10 (BALANCED_BYTES of
+# variables), 2 workers, 1 PS. Each strategy at three rates where its bound is about 2x, 1x and
 # 0.5x of its c0 (`balanced_rates`): from the step each measured on
 # unshaped links of these machines (BALANCED_C0_MS, the quiet run of
 # NETWORK_BALANCED_RESULTS.md at 5408a5c) and a single TCP stream's goodput
@@ -232,27 +232,56 @@ BALANCED_C0_MS.update(
     (label, BALANCED_C0_MS[unbucketed(label)]) for label in BUCKETED)
 
 
-def balanced_rates(strategy):
-  """The rates in whole mbit at which `strategy`'s bound is
-  BALANCED_RATIOS of its c0, slowest first."""
-  bits = 8.0 * BALANCED_BYTES * BOUND_BYTES_TIMES[kind(strategy)]
-  c0 = BALANCED_C0_MS[strategy] / 1000.0
+# The second balanced family: googlenet on imagenet's synthetic images
+# (GOOGLENET_BYTES of variables with 1001 classes, 28.0 MB; batch 32 a
+# worker, one tower), a convolutional model with real compute and tens of MB
+# of variables, for the strategies with one tower a worker. Its c0
+# (GOOGLENET_C0_MS): collective_all_reduce's and the staged PS's steps at
+# batch 16 on an unshaped cluster of 2 workers and 1 PS on loopback (1.22
+# and 1.27 s), doubled for batch 32, the others' taken alike; batch 32
+# keeps the synchronous PS's 0.5x rate under 1 Gbit/s.
+GOOGLENET = 'googlenet'
+GOOGLENET_BYTES = 27998308
+GOOGLENET_C0_MS = collections.OrderedDict(
+    [('parameter_server', 2600), ('staged parameter_server', 2550),
+     ('distributed_replicated', 2550), ('collective_all_reduce', 2450),
+     (DAR, 2500)])
+
+# A family: its workload, variables' bytes, c0 (ms) a strategy, and the
+# three rates (mbit) a strategy.
+Family = collections.namedtuple('Family', 'workload bytes c0_ms rates')
+
+
+def balanced_rates(nbytes, strategy, c0_ms):
+  """The rates in whole mbit at which `strategy`'s bound over `nbytes` of
+  variables is BALANCED_RATIOS of its c0, slowest first."""
+  bits = 8.0 * nbytes * BOUND_BYTES_TIMES[kind(strategy)]
+  c0 = c0_ms / 1000.0
   return tuple(int(round(bits / (ratio * c0 * BALANCED_GOODPUT) / 1e6))
                for ratio in BALANCED_RATIOS)
 
 
-BALANCED_RATES = collections.OrderedDict(
-    (strategy, balanced_rates(strategy)) for strategy in BALANCED_C0_MS)
+def family(workload, nbytes, c0_ms):
+  return Family(workload, nbytes, c0_ms, collections.OrderedDict(
+      (strategy, balanced_rates(nbytes, strategy, c0))
+      for strategy, c0 in c0_ms.items()))
+
+
+FAMILIES = collections.OrderedDict((f.workload, f) for f in (
+    family(BALANCED_WORKLOAD, BALANCED_BYTES, BALANCED_C0_MS),
+    family(GOOGLENET, GOOGLENET_BYTES, GOOGLENET_C0_MS)))
+BALANCED_RATES = FAMILIES[BALANCED_WORKLOAD].rates
 
 
 def balanced_cells():
-  """The balanced family: every strategy of BALANCED_RATES at its three
+  """The balanced families: every strategy of a family at its three
   rates, then each on unshaped links (its c0)."""
   cells = []
-  for strategy, rates in BALANCED_RATES.items():
-    for rate in rates:
-      cells += layout(rate * 10**6, BALANCED_WORKLOAD, 2, 1, [strategy])
-  cells += layout(None, BALANCED_WORKLOAD, 2, 1, list(BALANCED_RATES))
+  for f in FAMILIES.values():
+    for strategy, rates in f.rates.items():
+      for rate in rates:
+        cells += layout(rate * 10**6, f.workload, 2, 1, [strategy])
+    cells += layout(None, f.workload, 2, 1, list(f.rates))
   return cells
 
 
@@ -272,9 +301,12 @@ def quick_cells():
 
 
 FULL = dict(name='full', cells=full_cells, rounds=2,
-            steps={'lenet': 5, 'resnet50_vars': 3, 'resnet20': 5},
-            async_steps={'lenet': 10, 'resnet50_vars': 3, 'resnet20': 5},
-            warmup={'lenet': 1, 'resnet50_vars': 1, 'resnet20': 2})
+            steps={'lenet': 5, 'resnet50_vars': 3, 'resnet20': 5,
+                   GOOGLENET: 4},
+            async_steps={'lenet': 10, 'resnet50_vars': 3, 'resnet20': 5,
+                         GOOGLENET: 4},
+            warmup={'lenet': 1, 'resnet50_vars': 1, 'resnet20': 2,
+                    GOOGLENET: 2})
 QUICK = dict(name='quick', cells=quick_cells, rounds=2,
              steps={'lenet': 4}, async_steps={'lenet': 8},
              warmup={'lenet': 1})
@@ -296,6 +328,11 @@ SUBSETS = collections.OrderedDict([
         'every synchronous cluster strategy on resnet20, whose compute and '
         'transfer are comparable, at three rates each and unshaped',
         lambda cell: cell.workload == BALANCED_WORKLOAD)),
+    ('googlenet', (
+        'the synchronous cluster strategies with one tower a worker on '
+        'googlenet, whose compute and 28 MB of variables are comparable, at '
+        'three rates each and unshaped',
+        lambda cell: cell.workload == GOOGLENET)),
     ('buckets', (
         'the balanced cells of the strategies with buckets, each bucket '
         'size, at the rate where the bound is about c0 and unshaped',

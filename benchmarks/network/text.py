@@ -8,10 +8,12 @@ from variable_mgr.benchmark.reports import markdown
 
 from .allreduce import allreduce_lines
 from .balanced import balanced_lines
+from .balanced import googlenet_lines
 from .goals import cause_bullets
 from .goals import cause_lines
 from .goals import goal_lines
 from .plan import BALANCED_WORKLOAD
+from .plan import GOOGLENET
 from .plan import BOUND_NAMES
 from .plan import Cell
 from .plan import TWINS
@@ -183,6 +185,10 @@ SUBSET_SECTIONS = {
                  'against max(c0, bound)',
                  'resnet20, 2 workers, against max(c0, bound) and c0 + '
                  'bound', balanced_lines),
+    'googlenet': ('Compute and transfer comparable, tens of MB (issue 32): '
+                  'steps against max(c0, bound)',
+                  'googlenet, 2 workers, against max(c0, bound) and c0 + '
+                  'bound', googlenet_lines),
     'buckets': ('Bucket sizes (issue 32): steps against max(c0, bound)',
                 'resnet20, 2 workers, each bucket size beside its '
                 'strategy\'s default, where the bound is about c0',
@@ -260,5 +266,9 @@ def section_lines(results, plan, source, command, elapsed, full_file=None):
     lines += ['', '### Compute and transfer comparable: %s' %
               SUBSET_SECTIONS['balanced'][1], '']
     lines += balanced_lines(t, sizes)
+  if GOOGLENET in sizes:
+    lines += ['', '### Compute and transfer comparable: %s' %
+              SUBSET_SECTIONS['googlenet'][1], '']
+    lines += googlenet_lines(t, sizes)
   lines += every_cell_lines(t, sizes)
   return lines

@@ -91,6 +91,11 @@ def two_ps_floor(strategy_kind, b2, c0_2, step_1):
   return low / step_1
 
 
+# Seconds of compute a tower's step of the balanced families' models
+# takes on these machines, about (their c0).
+COMPUTE_SECS = {'resnet20': 0.17, 'googlenet': 2.5}
+
+
 def estimate_cell_secs(cell, plan, sizes, goodput=None):
   """A rough wall time of one cell: the tasks' start (TensorFlow's import,
   the graph, the session: about 4 s plus 2.5 s a task on two processors)
@@ -110,9 +115,9 @@ def estimate_cell_secs(cell, plan, sizes, goodput=None):
   start = 4.0 + 2.5 * task_count(cell)
   if cell.workload == 'resnet50_vars':
     start += 25.0  # its 161 variables' graphs and the first full pull
-  if cell.workload == 'resnet20':
-    # Its 65 variables' graphs; its compute, about 0.17 s a tower's step
-    # (issue 32), added whole to the transfer's.
+  if cell.workload in COMPUTE_SECS:
+    # Its variables' graphs; its compute a tower's step (issue 32), added
+    # whole to the transfer's.
     start += 10.0
-    step += 0.17 * towers(cell.strategy)
+    step += COMPUTE_SECS[cell.workload] * towers(cell.strategy)
   return start + steps * step

@@ -4,6 +4,8 @@ figures from raw runs against the closed forms (no cluster is started)."""
 
 import importlib
 
+import numpy as np
+
 import pytest
 
 import scriptlib
@@ -22,6 +24,8 @@ def test_the_balanced_subset_of_the_full_plan(plan):
   full = plan.full_cells()
   cells = plan.subset_plan(plan.FULL, 'balanced')['cells']()
   assert cells == [c for c in full if c.workload == 'resnet20']
+  assert len(cells) + 5 * 4 == len(
+      [c for c in full if c.workload in ('resnet20', 'googlenet')])
   assert len(set(cells)) == len(cells) == 19 * 4
   for strategy, rates in plan.BALANCED_RATES.items():
     # Three rates, slowest first, and the unshaped cell.
@@ -116,6 +120,37 @@ def test_resnet20_cells_run_cifar10_at_16_a_tower(plan):
   assert flags[flags.index('--batch_size') + 1] == '8'
   assert plan.cell_steps(plan.FULL, cell) == 5
   assert plan.cell_warmup(plan.FULL, cell) == 2
+
+
+def test_the_googlenet_family(plan):
+  """googlenet on imagenet's synthetic images, 32 a worker, one tower:
+  each synchronous strategy at its three rates and unshaped; the rates put
+  the bound over its 28 MB (1001 classes) at 2x, 1x and 0.5x of c0."""
+  runs = importlib.import_module('benchmarks.network.runs')
+  from variable_mgr.benchmark.models import catalog  # pylint: disable=g-import-not-at-top
+  shapes = catalog.variable_shapes('googlenet', 'imagenet')
+  assert plan.GOOGLENET_BYTES == 4 * sum(int(np.prod(s)) for s in shapes)
+  family = plan.FAMILIES['googlenet']
+  assert list(family.rates) == [
+      s for s in plan.OWN if plan.kind(s) != 'async_ps']
+  cells = plan.subset_plan(plan.FULL, 'googlenet')['cells']()
+  assert len(cells) == len(set(cells)) == 5 * 4
+  times = {'ring': 1, 'staged_ps': 2, 'sync_ps': 4}
+  for strategy, rates in family.rates.items():
+    c0 = family.c0_ms[strategy] / 1000.0
+    seconds = [8.0 * plan.GOOGLENET_BYTES * times[plan.kind(strategy)] /
+               (0.96 * r * 10**6) for r in rates]
+    for got, want in zip(seconds, (2 * c0, c0, 0.5 * c0)):
+      assert abs(got / want - 1) < 0.01, (strategy, got, want)
+    for rate in [r * 10**6 for r in rates] + [None]:
+      assert plan.Cell(rate, 'googlenet', 2, plan.num_ps_of(strategy, 1),
+                       strategy) in cells
+  _, flags = runs.cell_flags(cells[0], 4, 2, 60.0)
+  assert flags[flags.index('--data_name') + 1] == 'imagenet'
+  assert flags[flags.index('--batch_size') + 1] == '32'
+  assert flags[flags.index('--model') + 1] == 'googlenet'
+  assert plan.cell_steps(plan.FULL, cells[0]) == 4
+  assert plan.cell_warmup(plan.FULL, cells[0]) == 2
 
 
 def _run(cell, r, step, goodput=48e6, sent=None, steps=5):
