@@ -215,6 +215,11 @@ import signal
 import sys
 import time
 
+# The models built on tf.compat.v1.layers (googlenet) need Keras 2, which
+# TensorFlow 2.16 and later take from tf_keras only with this set before
+# TensorFlow is imported (as the benchmark's command does); the tasks
+# inherit it.
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 for _path in (HERE, ROOT):
