@@ -55,7 +55,12 @@ from variable_mgr.compat import tf
 # 1x and 0.5x of the compute): the step 5-14% below 1 MiB's, whose first
 # bucket held most of the model and left only late in the backward pass,
 # and at or near the best of one gradient a bucket (which pays a
-# collective's fixed cost 65 times a step) and 64 KiB.
+# collective's fixed cost 65 times a step) and 64 KiB. distributed_all_reduce
+# takes the same: at the 1x rate (benchmarks/NETWORK_BUCKETS_RESULTS.md) its
+# step was 110 ms with 256 KiB, 109 ms with 64 KiB, 121 ms with one gradient
+# a bucket and 130 ms with 1 MiB. parameter_server's pushes default to one
+# gradient a push instead: buckets of 64 KiB to 1 MiB made them no faster
+# there (111 ms alone against 113-122 ms; staged 118 against 118-128 ms).
 DEFAULT_BUCKET_BYTES = 256 << 10
 
 
