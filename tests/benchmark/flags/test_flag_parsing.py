@@ -204,6 +204,7 @@ def test_help_and_helpfull(capsys):
 
 
 @pytest.mark.parametrize('argv', [['--nohelp'], ['--help=false'],
+                                  ['--help=0'], ['--helpfull=F'],
                                   ['--nohelpfull', '--nohelp']])
 def test_help_set_false_prints_nothing_and_parses_the_rest(argv, capsys):
   args = command_line.parse_args(argv + ['--model=lenet'], environ={})

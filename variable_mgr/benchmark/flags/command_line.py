@@ -182,8 +182,9 @@ def _read(argv):
   refused = set(tf_cnn_refused.unsupported(dests))
   dests.update((name, name) for name in refused)
   occurrences, problems = scan.scan(args, values, dests, refused)
-  helps = [o.name for o in occurrences
-           if o.name in HELP_NAMES and o.text != 'false']
+  # absl reads false, f and 0 (any case) as a boolean's false.
+  helps = [o.name for o in occurrences if o.name in HELP_NAMES and
+           (o.text or '').lower() not in ('false', 'f', '0')]
   if helps:
     sys.stdout.write(format_help(full='helpfull' in helps))
     raise SystemExit(0)
