@@ -203,10 +203,10 @@ def _check_forward_only(args, typed, error):
   if not args.forward_only:
     return
   clashes = []
+  # --eval reads its checkpoints from --train_dir, so --train_dir names
+  # that clash too.
   if args.train_dir:
     clashes.append(value(args, 'train_dir'))
-  if args.eval:
-    clashes.append('--eval')
   if args.backward_passes_per_step > 1:
     clashes.append(value(args, 'backward_passes_per_step'))
   if args.eval_during_training_every_n_steps:
