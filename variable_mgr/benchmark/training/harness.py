@@ -76,6 +76,18 @@ def synthetic_inputs(model, batch_size, seed, tower):
   return images, labels
 
 
+def input_device(host, tower):
+  """The CPU that makes tower `tower`'s synthetic batch: that of the
+  machine the tower runs on (a controller's towers live on every worker,
+  and a batch made on worker 0 would cross the network every step), else
+  the host's CPU."""
+  spec = tf.DeviceSpec.from_string(host.raw_devices[tower])
+  if spec.job is None:
+    return host.cpu_device
+  return '/job:%s/replica:%d/task:%d/cpu:0' % (spec.job, spec.replica or 0,
+                                                 spec.task or 0)
+
+
 def create_manager(config, host):
   """The manager `config` asks for, with every strategy option it sets:
   `--hierarchical_copy` is replicated's all-reduce spec `hcopy`, and
@@ -192,7 +204,8 @@ def build_towers(config, host, mgr, model, first_input=0, shard=None):
   """Builds every tower of `host` in the harness protocol's order.
 
   Sets `host.devices` from the manager. On synthetic data, tower d
-  reads the synthetic batch number `first_input + d`, made on the CPU;
+  reads the synthetic batch number `first_input + d`, made on the CPU of
+  its own machine (`input_device`);
   on real data, its share of one training pipeline on the CPU (`shard`:
   `(worker index, workers)` for a cluster worker's own share of the
   data set). The model is the data set's version (`model_for_data`). With
@@ -225,7 +238,7 @@ def build_towers(config, host, mgr, model, first_input=0, shard=None):
       if pipeline is not None:
         images, labels = pipeline.tower(d)
       else:
-        with tf.device(host.cpu_device):
+        with tf.device(input_device(host, d)):
           images, labels = synthetic_inputs(model, config.batch_size,
                                             config.seed, first_input + d)
       first_update = len(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
