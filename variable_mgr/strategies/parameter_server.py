@@ -189,30 +189,31 @@ class VariableMgrDistributedFetchFromPS(
     task's variables, of one dtype, dense and of static shape, consecutive
     in the backward pass's order; any other gradient, and every one with
     `bucket_bytes=0`, goes through `_hand_over` alone."""
-    result = [(self._hand_over(g, v), v) for g, v in pairs]
-    if not self.bucket_bytes:
-      return result
+    result = list(pairs)
     grads = [g for g, _ in pairs]
-    sizes = [None if g is None or isinstance(g, tf.IndexedSlices) else
-             gradient_buckets.static_bytes(g) for g in grads]
-    dtypes = [None if g is None else g.dtype.base_dtype for g in grads]
-    order = self._backward_order(
-        [i for i, size in enumerate(sizes) if size is not None])
-    for device in sorted(set(pairs[i][1].device for i in order)):
-      for bucket in gradient_buckets.plan(
-          sizes, dtypes, [i for i in order if pairs[i][1].device == device],
-          self.bucket_bytes):
-        if len(bucket.indices) < 2:
-          continue
-        with tf.name_scope('gradient_buckets'), tf.device(
-            grads[bucket.indices[0]].device):
-          buffer = gradient_buckets.pack([grads[i] for i in bucket.indices])
-        with tf.name_scope('gradient_buckets'), tf.device(device):
-          parts = gradient_buckets.unpack(
-              buffer, [grads[i].shape for i in bucket.indices])
-        for i, part in zip(bucket.indices, parts):
-          result[i] = (part, pairs[i][1])
-    return result
+    buckets = []
+    if self.bucket_bytes:
+      sizes = [None if g is None or isinstance(g, tf.IndexedSlices) else
+               gradient_buckets.static_bytes(g) for g in grads]
+      dtypes = [None if g is None else g.dtype.base_dtype for g in grads]
+      order = self._backward_order(
+          [i for i, size in enumerate(sizes) if size is not None])
+      for device in sorted(set(pairs[i][1].device for i in order)):
+        buckets += [(device, b.indices) for b in gradient_buckets.plan(
+            sizes, dtypes, [i for i in order if pairs[i][1].device == device],
+            self.bucket_bytes) if len(b.indices) > 1]
+    for device, indices in buckets:
+      with tf.name_scope('gradient_buckets'), tf.device(
+          grads[indices[0]].device):
+        buffer = gradient_buckets.pack([grads[i] for i in indices])
+      with tf.name_scope('gradient_buckets'), tf.device(device):
+        parts = gradient_buckets.unpack(buffer,
+                                        [grads[i].shape for i in indices])
+      for i, part in zip(indices, parts):
+        result[i] = (part, pairs[i][1])
+    packed = set(i for _, indices in buckets for i in indices)
+    return [pair if i in packed else (self._hand_over(*pair), pair[1])
+            for i, pair in enumerate(result)]
 
   def _append_apply(self, gradient_state, opt, grads, training_ops):
     grads = locked_updates(opt, grads, self.benchmark_cnn, 'parameter_server')
