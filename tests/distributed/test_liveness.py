@@ -218,6 +218,46 @@ def test_patience_spares_a_silent_peer_not_a_refused_one(monkeypatch):
   assert monitor.dead(tasks, lambda name: name == 'worker:0', 5.0) == []
 
 
+
+def test_without_patience_a_silent_peer_is_dead_at_once(monkeypatch):
+  """`dead` without a patience (a call already failed or timed out): a
+  peer that answered a moment ago and is silent now is dead at once."""
+  results = {'10.77.0.1:2222': ANSWERED, '10.77.0.2:2222': ANSWERED}
+  _fake_probes(monkeypatch, results)
+  monitor = liveness.Monitor(SPEC, 10.0)
+  now = [1000.0]
+  monkeypatch.setattr(liveness.time, 'time', lambda: now[0])
+  tasks = monitor.others()
+  assert monitor.dead(tasks) == []
+  results['10.77.0.1:2222'] = SILENT
+  now[0] += 0.01
+  assert monitor.dead(tasks) == [
+      ('ps:0', '10.77.0.1:2222', liveness.STOPPED_ANSWERING)]
+
+
+def test_the_own_link_check_probes_again_only_a_stale_result(monkeypatch):
+  """`unreached_others`: a dead task probed less than `fresh_secs` ago is
+  judged by that probe, not probed again; one probed longer ago is."""
+  results = {'10.77.0.1:2222': UNREACHABLE, '10.77.0.2:2222': UNREACHABLE}
+  probed = _fake_probes(monkeypatch, results)
+  monitor = liveness.Monitor(SPEC, 10.0)
+  now = [1000.0]
+  monkeypatch.setattr(liveness.time, 'time', lambda: now[0])
+  monitor.seen.update(['ps:0', 'worker:0'])
+  dead = monitor.dead(monitor.others())
+  assert [d[0] for d in dead] == ['ps:0', 'worker:0']
+  assert len(probed) == 2
+  now[0] += 0.5
+  assert monitor.unreached_others(dead, fresh_secs=1.0) == [
+      ('ps:0', '10.77.0.1:2222'), ('worker:0', '10.77.0.2:2222')]
+  assert len(probed) == 2  # Both fresh.
+  # Both stale: ps:0, which answers now, is probed again (and proves the
+  # link works, so worker:0 is not).
+  results['10.77.0.1:2222'] = ANSWERED
+  now[0] += 1.0
+  assert monitor.unreached_others(dead, fresh_secs=1.0) is None
+  assert probed[2:] == ['10.77.0.1:2222']
+
 def test_watcher_probes_beside_the_steps_and_raises_between_them(
     monkeypatch, listener):
   """An asynchronous worker's Watcher: while the peer answers, `check()`

@@ -1,15 +1,18 @@
 """A PS task stops only once every worker has finished and exited: a
 server that stops as soon as the last token is in can cut off the answer
 to the worker's call that put it, and that worker then reports the PS dead
-after a run that succeeded (seen as "Socket closed" under load). The PS
+after a run that succeeded (seen as "Socket closed" under load). One that
+found a worker dead serves on until the other workers have exited. The PS
 runs as a task's entry runs it (`cluster.task.run_task`)."""
 
 import socket
 import threading
 import time
 
+import pytest
 import tensorflow as _tf
 
+from variable_mgr.benchmark.cluster import liveness
 from variable_mgr.benchmark.cluster import task
 from variable_mgr.benchmark.cluster import worker_graph
 from variable_mgr.benchmark.flags import command_line as flags_lib
@@ -66,3 +69,39 @@ def test_the_ps_serves_until_the_finished_worker_has_exited():
     assert lines[-1] == 'ps:0: every worker finished; stopping'
   finally:
     worker.close()
+
+
+def test_a_ps_that_found_a_worker_dead_waits_for_the_others_alone(
+    monkeypatch):
+  """Worker 0 answered once and then stayed silent past --op_timeout_secs
+  (stopped, its port still open): the PS names it dead and serves on only
+  until the other workers have exited (worker 1's port refuses: at once),
+  not until the dead one has too."""
+  monkeypatch.setattr(liveness, 'PROBE_INTERVAL_SECS', 0.1)
+  ps_port, silent_port, gone_port = in_process.free_ports(3)
+  silent = '127.0.0.1:%d' % silent_port
+  answers = []
+
+  def probe(address, *args):
+    del args
+    if address != silent:
+      return liveness.REFUSED
+    answers.append(address)
+    return liveness.ANSWERED if len(answers) == 1 else liveness.SILENT
+
+  monkeypatch.setattr(liveness, 'probe', probe)
+  monkeypatch.setattr(liveness, 'connect', lambda address, *args: (
+      liveness.CONNECTED if address == silent else liveness.REFUSED))
+  args = flags_lib.parse_task_args(
+      ['--job_name', 'ps', '--task_index', '0',
+       '--ps_hosts', '127.0.0.1:%d' % ps_port,
+       '--worker_hosts', '%s,127.0.0.1:%d' % (silent, gone_port),
+       '--variable_update', 'parameter_server', '--model', 'trivial',
+       '--op_timeout_secs', '1'], environ={})
+  lines = []
+  with pytest.raises(liveness.TaskFailedError) as info:
+    task.run_task(args, {}, log=lines.append)
+  assert info.value.dead_tasks == ['worker:0']
+  assert lines[-1] == 'ps:0: every other worker has exited: stopping now'
+  assert lines[-2].startswith('ps:0: stopping in 1.1s: dead task: worker:0 '
+                              'at %s (stopped answering)' % silent), lines

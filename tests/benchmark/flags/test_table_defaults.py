@@ -1,6 +1,11 @@
 """Every flag of the benchmark's table takes its own default when it is
 typed: a command line that spells the defaults out (a script that writes
-every flag, a run's header pasted back) parses to the same values."""
+every flag, a run's header pasted back) parses to the same values.
+
+Each test reads the table while it runs, not only at collection: coverage
+then names these tests for the table's lines (tests/mutants/
+coverage_map.py), so a mutant of a flag's definition runs them first
+instead of the whole runs that merely import the table."""
 
 import pytest
 
@@ -16,15 +21,19 @@ def _typed(default):
   return str(default)
 
 
-DEFAULTED = [d for d in table.definitions() if d.default is not None]
+def _defaulted():
+  """{name: definition} of the flags with a default."""
+  return dict((d.name, d) for d in table.definitions()
+              if d.default is not None)
 
 
 def test_most_flags_have_a_default_to_type():
-  assert len(DEFAULTED) > 50
+  assert len(_defaulted()) > 50
 
 
-@pytest.mark.parametrize('definition', DEFAULTED, ids=lambda d: d.name)
-def test_the_default_typed_parses_to_itself(definition):
+@pytest.mark.parametrize('name', sorted(_defaulted()))
+def test_the_default_typed_parses_to_itself(name):
+  definition = _defaulted()[name]
   parsed = definition.convert(_typed(definition.default))
   if isinstance(definition.default, (list, tuple)):
     parsed, expected = list(parsed), list(definition.default)

@@ -87,6 +87,36 @@ def test_loss_is_cross_entropy_plus_weight_decay():
   np.testing.assert_allclose(loss_value, expected, rtol=1e-5)
 
 
+
+def test_resnet20_decays_its_kernels_by_1e_4():
+  """resnet20's default weight decay is He et al.'s for their CIFAR-10
+  ResNets (2016, section 4.2: 0.0001): loss == mean CE + 1e-4 * the sum
+  of its 22 kernels' squares / 2 (not the biases nor batch norm's), by
+  NumPy."""
+  model = catalog.get_model('resnet20')
+  rng = np.random.RandomState(0)
+  x = rng.uniform(-1, 1, [2, 32, 32, 3]).astype(np.float32)
+  y = np.array([3, 7], np.int32)
+  graph = tf.Graph()
+  with graph.as_default():
+    loss, logits = model.build(tf.constant(x), tf.constant(y),
+                               return_logits=True)
+    kernels = [v for v in tf.trainable_variables()
+               if v.op.name.endswith('/weights')]
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      loss_value, logits_value, kernel_values = sess.run(
+          [loss, logits, kernels])
+  assert len(kernel_values) == 22
+  logits_value = logits_value.astype(np.float64)
+  logits_value -= logits_value.max(axis=1, keepdims=True)
+  log_probs = logits_value - np.log(
+      np.exp(logits_value).sum(axis=1, keepdims=True))
+  squares = sum(np.sum(w.astype(np.float64) ** 2) for w in kernel_values)
+  np.testing.assert_allclose(
+      loss_value, -log_probs[np.arange(2), y].mean() + 1e-4 * squares / 2,
+      rtol=1e-5)
+
 @pytest.mark.parametrize('use_resource', [False, True])
 def test_batch_norm_moving_statistics(use_resource):
   """One update: moving_mean = 0.9 * 0 + 0.1 * batch mean, likewise var."""

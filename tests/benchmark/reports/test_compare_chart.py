@@ -1,6 +1,8 @@
 """--compare's chart, read off its artists: every text inside the figure,
-one legend of the series with data, one colour a series in both panels."""
+one legend of the series with data in rows filled evenly, one colour a
+series in both panels, bars from the slowest step to the fastest."""
 
+import numpy as np
 import pytest
 
 from variable_mgr.benchmark.reports import compare_chart
@@ -215,6 +217,47 @@ def test_points_are_the_rows_numbers(chart):
     assert list(panels[compare_chart.EFFICIENCY].get_ydata()) == (
         pytest.approx(efficiency, rel=1e-12))
 
+
+
+def _bars(chart):
+  """{label: [(towers, bottom, top)]} of the images/sec panel's error bars."""
+  bars = {}
+  for container in chart.figure.axes[0].containers:
+    _, _, (lines,) = container.lines
+    bars[container.get_label()] = [
+        (s[0][0], min(s[0][1], s[1][1]), max(s[0][1], s[1][1]))
+        for s in lines.get_segments()]
+  return bars
+
+
+def test_a_bar_spans_the_slowest_to_the_fastest_step(chart):
+  """A point's bar runs from its slowest step's images/sec to its
+  fastest's (_row: 0.8 and 1.5 times the run's); when the run's images/sec
+  lies outside that range, the bar starts at the point."""
+  bars = _bars(chart)
+  for label, panels in chart.series.items():
+    speeds = panels[compare_chart.SPEED].get_ydata()
+    towers = panels[compare_chart.SPEED].get_xdata()
+    np.testing.assert_allclose(
+        bars[label], [(t, 0.8 * s, 1.5 * s) for t, s in zip(towers, speeds)],
+        rtol=1e-12)
+  below = _row('a', 1, 100.0, 'plain')._replace(step_range=(120.0, 150.0))
+  above = _row('a', 2, 100.0, 'plain')._replace(step_range=(60.0, 90.0))
+  assert _bars(compare_chart.draw_chart([below, above], 'title'))['a'] == [
+      (1, 100.0, 150.0), (2, 60.0, 100.0)]
+
+
+def test_the_legend_fills_its_rows_evenly_in_at_most_four_columns():
+  """5 entries: at most 4 a row make 2 rows, so 3 columns (3 + 2), not
+  4 + 1 nor one row of 5 (which fits)."""
+  rows = [_row(s, k, 100.0 * k, 'plain') for s in 'abcde' for k in (1, 2)]
+  chart = compare_chart.draw_chart(rows, 'title')
+  chart.figure.canvas.draw()
+  renderer = chart.figure.canvas.get_renderer()
+  places = [t.get_window_extent(renderer) for t in chart.legend.get_texts()]
+  assert [t.get_text() for t in chart.legend.get_texts()] == list('abcde')
+  assert len(set(round(p.x0) for p in places)) == 3
+  assert len(set(round(p.y0) for p in places)) == 2
 
 def test_write_chart_writes_the_drawn_figure(tmp_path):
   path = str(tmp_path / compare.CHART_FILE)
