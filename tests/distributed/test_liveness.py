@@ -218,7 +218,6 @@ def test_patience_spares_a_silent_peer_not_a_refused_one(monkeypatch):
   assert monitor.dead(tasks, lambda name: name == 'worker:0', 5.0) == []
 
 
-
 def test_without_patience_a_silent_peer_is_dead_at_once(monkeypatch):
   """`dead` without a patience (a call already failed or timed out): a
   peer that answered a moment ago and is silent now is dead at once."""
@@ -257,6 +256,7 @@ def test_the_own_link_check_probes_again_only_a_stale_result(monkeypatch):
   now[0] += 1.0
   assert monitor.unreached_others(dead, fresh_secs=1.0) is None
   assert probed[2:] == ['10.77.0.1:2222']
+
 
 def test_watcher_probes_beside_the_steps_and_raises_between_them(
     monkeypatch, listener):

@@ -87,7 +87,6 @@ def test_loss_is_cross_entropy_plus_weight_decay():
   np.testing.assert_allclose(loss_value, expected, rtol=1e-5)
 
 
-
 def test_resnet20_decays_its_kernels_by_1e_4():
   """resnet20's default weight decay is He et al.'s for their CIFAR-10
   ResNets (2016, section 4.2: 0.0001): loss == mean CE + 1e-4 * the sum
@@ -116,6 +115,7 @@ def test_resnet20_decays_its_kernels_by_1e_4():
   np.testing.assert_allclose(
       loss_value, -log_probs[np.arange(2), y].mean() + 1e-4 * squares / 2,
       rtol=1e-5)
+
 
 @pytest.mark.parametrize('use_resource', [False, True])
 def test_batch_norm_moving_statistics(use_resource):

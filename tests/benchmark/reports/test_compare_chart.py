@@ -218,7 +218,6 @@ def test_points_are_the_rows_numbers(chart):
         pytest.approx(efficiency, rel=1e-12))
 
 
-
 def _bars(chart):
   """{label: [(towers, bottom, top)]} of the images/sec panel's error bars."""
   bars = {}
@@ -258,6 +257,7 @@ def test_the_legend_fills_its_rows_evenly_in_at_most_four_columns():
   assert [t.get_text() for t in chart.legend.get_texts()] == list('abcde')
   assert len(set(round(p.x0) for p in places)) == 3
   assert len(set(round(p.y0) for p in places)) == 2
+
 
 def test_write_chart_writes_the_drawn_figure(tmp_path):
   path = str(tmp_path / compare.CHART_FILE)

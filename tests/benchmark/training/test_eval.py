@@ -203,7 +203,6 @@ def test_eval_during_training_evaluates_the_training_variables(tmp_path):
                 if p.endswith('.index')) == ['model.ckpt-6.index']
 
 
-
 def test_the_evaluation_graph_is_seeded_with_the_run_s_seed(tmp_path):
   """As tf_cnn_benchmarks', whose `_build_model` calls
   tf.set_random_seed(--tf_random_seed) for an evaluation graph too."""
@@ -215,6 +214,7 @@ def test_the_evaluation_graph_is_seeded_with_the_run_s_seed(tmp_path):
     assert evaluator.graph.seed == 7
   finally:
     evaluator.close()
+
 
 def test_no_checkpoint_is_refused_naming_the_directory(tmp_path):
   empty = tmp_path / 'empty'
