@@ -147,6 +147,14 @@ class Deadlines(object):
     return self.until_step(self.steps) + self.stop
 
 
+def _default_sigint():
+  """In the launcher's process, before it runs: SIGINT as a terminal gives
+  it. A shell's background job (nohup ... &) starts with SIGINT ignored, and
+  Python keeps an inherited SIG_IGN, so the tests' Ctrl-C would not reach
+  the launcher of a suite run that way."""
+  signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Launch(object):
   """`python -m <module> --launch_local_cluster` + flags (`module`:
   variable_mgr.benchmark.distributed, or variable_mgr.benchmark as README
@@ -176,7 +184,8 @@ class Launch(object):
     self.process = subprocess.Popen(
         self._command, cwd=REPO, env=self._environ, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True, universal_newlines=True)
+        start_new_session=True, universal_newlines=True,
+        preexec_fn=_default_sigint)
     self._reader = threading.Thread(target=self._read,
                                     args=(self.process, self.lines))
     self._reader.daemon = True
