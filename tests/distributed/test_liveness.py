@@ -187,15 +187,22 @@ def test_a_task_with_one_peer_names_the_peer(monkeypatch):
   assert probed == ['10.77.0.1:2222']
 
 
+def _clocked_monitor(monkeypatch, results):
+  """A monitor of SPEC whose probes answer from `results` and whose clock
+  is the returned one-element list (seconds, moved by the test)."""
+  _fake_probes(monkeypatch, results)
+  monitor = liveness.Monitor(SPEC, 10.0)
+  now = [1000.0]
+  monkeypatch.setattr(liveness.time, 'time', lambda: now[0])
+  return monitor, now
+
+
 def test_patience_spares_a_silent_peer_not_a_refused_one(monkeypatch):
   """A peer that answered and now does not: with patience P it is dead
   only after P seconds without an answer, unless its host refuses the
   connection (its process is gone); without patience, at once."""
   results = {'10.77.0.1:2222': ANSWERED, '10.77.0.2:2222': ANSWERED}
-  _fake_probes(monkeypatch, results)
-  monitor = liveness.Monitor(SPEC, 10.0)
-  now = [1000.0]
-  monkeypatch.setattr(liveness.time, 'time', lambda: now[0])
+  monitor, now = _clocked_monitor(monkeypatch, results)
   tasks = monitor.others()
   assert monitor.dead(tasks, patience=5.0) == []
   results['10.77.0.1:2222'] = SILENT
@@ -222,10 +229,7 @@ def test_without_patience_a_silent_peer_is_dead_at_once(monkeypatch):
   """`dead` without a patience (a call already failed or timed out): a
   peer that answered a moment ago and is silent now is dead at once."""
   results = {'10.77.0.1:2222': ANSWERED, '10.77.0.2:2222': ANSWERED}
-  _fake_probes(monkeypatch, results)
-  monitor = liveness.Monitor(SPEC, 10.0)
-  now = [1000.0]
-  monkeypatch.setattr(liveness.time, 'time', lambda: now[0])
+  monitor, now = _clocked_monitor(monkeypatch, results)
   tasks = monitor.others()
   assert monitor.dead(tasks) == []
   results['10.77.0.1:2222'] = SILENT

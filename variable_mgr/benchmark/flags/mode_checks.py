@@ -189,7 +189,9 @@ def _check_buckets(args, typed, cluster):
         'it or pass one of those as --variable_update' % (
             given(args, 'gradient_bucket_bytes'),
             value(args, 'variable_update')))
-  if not cluster:
+  # The all-reduces never run on one machine (_check_strategy refuses them
+  # there); a local parameter server has no pushes to cut.
+  if args.variable_update == 'parameter_server' and not cluster:
     raise UsageError(
         '%s with %s on one machine: it sizes the pushes to the PS tasks of '
         'a cluster, and a local parameter server has none; drop it or add '
