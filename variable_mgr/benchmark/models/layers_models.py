@@ -11,6 +11,14 @@ from variable_mgr.benchmark.models import blocks
 tf = _tf.compat.v1
 
 
+def _classifier(nets, x, num_classes):
+  """AlexNet's and VGG-16's head: two 4096-wide layers (the second and the
+  logits after a dropout of 0.5, as upstream's)."""
+  x = nets.fc(x, 4096, 'fc6')
+  x = nets.fc(x, 4096, 'fc7', dropout=0.5)
+  return nets.fc(x, num_classes, 'logits', relu=False, dropout=0.5)
+
+
 def alexnet(layers, images, num_classes):
   nets = blocks.StandardLayers(layers)
   x = nets.conv(images, 64, 11, 4, 'VALID', name='conv1')
@@ -21,9 +29,7 @@ def alexnet(layers, images, num_classes):
   x = nets.conv(x, 384, 3, name='conv4')
   x = nets.conv(x, 256, 3, name='conv5')
   x = blocks.max_pool(x, 3, 2)
-  x = nets.fc(x, 4096, 'fc6')
-  x = nets.fc(x, 4096, 'fc7', dropout=0.5)
-  return nets.fc(x, num_classes, 'logits', relu=False, dropout=0.5)
+  return _classifier(nets, x, num_classes)
 
 
 def vgg16(layers, images, num_classes):
@@ -34,9 +40,7 @@ def vgg16(layers, images, num_classes):
     for i in range(convs):
       x = nets.conv(x, filters, 3, name='conv%d_%d' % (stage + 1, i + 1))
     x = blocks.max_pool(x, 2, 2)
-  x = nets.fc(x, 4096, 'fc6')
-  x = nets.fc(x, 4096, 'fc7', dropout=0.5)
-  return nets.fc(x, num_classes, 'logits', relu=False, dropout=0.5)
+  return _classifier(nets, x, num_classes)
 
 
 def inception3(layers, images, num_classes):
