@@ -77,9 +77,11 @@ def _loss_and_accuracy(values, batches):
   return float(np.mean(losses)), top_1 / images, top_5 / images
 
 
-def reference(initial, batches, mean=False):
+def reference(initial, batches, mean=False, scale=None):
   """(final variables, [step][worker] (loss, top_1, top_5)) of synchronous
-  SGD on `batches` ([worker][step][tower])."""
+  SGD on `batches` ([worker][step][tower]): the step is the learning rate
+  times the sum over the workers of their towers' mean gradient, divided
+  by the workers with `mean`, times `scale` if given."""
   current = dict((k, v.astype(np.float64)) for k, v in initial.items())
   lines = []
   for t in range(STEPS):
@@ -91,8 +93,9 @@ def reference(initial, batches, mean=False):
         g = clusterlib.gradients(current, batch)
         for name in total:
           total[name] += g[name] / TOWERS
-    scale = clusterlib.LEARNING_RATE / (WORKERS if mean else 1)
-    current = dict((k, current[k] - scale * total[k]) for k in current)
+    step = clusterlib.LEARNING_RATE * (
+        scale if scale is not None else 1.0 / (WORKERS if mean else 1))
+    current = dict((k, current[k] - step * total[k]) for k in current)
   return current, lines
 
 
@@ -110,21 +113,24 @@ def _step_lines(cluster, worker):
   return result
 
 
-def _launch(launch, tmp_path, strategy_flags, steps, more=()):
+def _launch(launch, tmp_path, strategy_flags, steps, more=(),
+            controller=False):
   train_dir = str(tmp_path / 'train')
   output = str(tmp_path / 'out.json')
   initial = clusterlib.initial_values(seed=5)
   clusterlib.write_checkpoint(train_dir, initial, 0)
   cluster = launch(clusterlib.BASE_FLAGS + strategy_flags + [
-      '--data_name', 'digits', '--num_ps', '1', '--num_workers',
-      str(WORKERS), '--num_batches', str(steps), '--train_dir', train_dir,
-      '--op_timeout_secs', '30', '--output', output] + list(more))
+      '--data_name', 'digits'] + ([] if controller else ['--num_ps', '1']) + [
+      '--num_workers', str(WORKERS), '--num_batches', str(steps),
+      '--train_dir', train_dir, '--op_timeout_secs', '30', '--output',
+      output] + list(more))
   assert cluster.finish() == 0, cluster.output
   clusterlib.assert_all_gone(cluster)
-  assert '[worker:0] Dataset:     digits (train split)' in cluster.lines, (
+  first = 'controller' if controller else 'worker:0'
+  assert '[%s] Dataset:     digits (train split)' % first in cluster.lines, (
       cluster.output)
   with open(output) as f:
-    return cluster, initial, train_dir, json.load(f)['workers']
+    return cluster, initial, train_dir, json.load(f).get('workers')
 
 
 @pytest.mark.parametrize('name,strategy_flags', [
@@ -161,6 +167,31 @@ def test_each_worker_trains_on_its_own_share_as_numpy_does(
             k, top_1, top_5, want_1, want_5)
       else:
         assert top_1 is None and top_5 is None
+
+
+def test_a_controllers_towers_read_their_own_workers_shares(
+    launch, tmp_path):
+  """distributed_all_reduce on digits: the controller's one graph holds
+  every worker's towers, and worker k's towers read worker k's share of
+  the data set (a pipeline on worker k, as a worker's own towers under the
+  other strategies); the steps are the sum over the 4 towers' gradients
+  (the strategy's default), each printed loss the mean of the 4 towers'."""
+  cluster, initial, train_dir, _ = _launch(
+      launch, tmp_path, ['--variable_update', 'distributed_all_reduce',
+                         '--all_reduce_spec', 'pscpu/xring', '--device',
+                         'cpu'], STEPS, controller=True)
+  batches = [worker_batches(k, STEPS) for k in range(WORKERS)]
+  expected, lines = reference(initial, batches, scale=TOWERS)
+  values, step = clusterlib.read_checkpoint(train_dir)
+  assert step == STEPS
+  clusterlib.assert_close(values, expected)
+  printed = [(int(m.group(1)), float(m.group(2))) for m in (
+      re.match(r'^\[controller\] (\d+)\timages/sec: [^\t]+\t([\d.]+)$', l)
+      for l in cluster.lines) if m]
+  assert [p[0] for p in printed] == list(range(1, STEPS + 1)), cluster.output
+  for (_, loss), per_worker in zip(printed, lines):
+    want = np.mean([worker_line[0] for worker_line in per_worker])
+    assert abs(loss - want) < 1.5e-3, (loss, want)
 
 
 def test_asynchronous_workers_learn_and_name_checkpoints_after_their_step(
@@ -202,3 +233,37 @@ def test_asynchronous_workers_learn_and_name_checkpoints_after_their_step(
     first = _loss_and_accuracy(initial, worker_batches(k, 1)[0])[0]
     assert np.mean(losses[-10:]) < 0.5 * first, (first, losses)
   assert max(w['global_step'] for w in workers) == WORKERS * steps
+
+
+def test_a_controllers_pipelines_run_on_their_workers():
+  """The controller's graph on digits: one pipeline a worker, on that
+  worker's CPU, feeding that worker's towers only, each of its own share;
+  no tower's images come from another machine."""
+  from variable_mgr.benchmark.flags import command_line  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import harness  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import run_config  # pylint: disable=g-import-not-at-top
+  import variable_mgr  # pylint: disable=g-import-not-at-top
+  controller = variable_mgr.ControllerBenchmarkCnn(
+      {'worker': ['h:1', 'h:2']}, TOWERS)
+  args = command_line.parse_args(
+      ['--model=trivial', '--num_gpus=%d' % TOWERS, '--batch_size=4',
+       '--data_name=digits', '--launch_local_cluster',
+       '--variable_update=distributed_all_reduce',
+       '--all_reduce_spec=xring'], environ={})
+  config = run_config.from_args(args).resolved()
+  with tf.Graph().as_default() as graph:
+    mgr = harness.create_manager(config, controller)
+    harness.build_towers(config, controller, mgr, catalog.get_model(
+        'trivial', config.data_name))
+  reads = [op for op in graph.get_operations()
+           if op.type == 'IteratorGetNext']
+  assert sorted(tf.DeviceSpec.from_string(op.device).task
+                for op in reads) == list(range(WORKERS))
+  for read in reads:
+    splits = [c for out in read.outputs for c in out.consumers()]
+    fed = set(part for split in splits for out in split.outputs
+              for user in out.consumers() for part in user.name.split('/')
+              if part.startswith('tower_'))
+    task = tf.DeviceSpec.from_string(read.device).task
+    assert fed == set('tower_%d' % (task * TOWERS + d)
+                      for d in range(TOWERS)), (read.name, fed)

@@ -200,15 +200,44 @@ def build_model(config, model, images, labels, is_training,
   return loss, logits
 
 
+def _pipelines(config, host, data, model, shard):
+  """[tower] (training pipeline, the tower's index in it): one pipeline a
+  machine, on its CPU (`input_device`), for the towers of that machine. A
+  worker's or a local host's towers share one pipeline, of `shard`; a
+  controller's towers live on every worker, and worker k's read worker k's
+  share of the data set from a pipeline on worker k (one pipeline on worker
+  0 sent every other worker's images over the network each step)."""
+  machines = []
+  for d in range(host.num_gpus):
+    device = input_device(host, d)
+    if device not in machines:
+      machines.append(device)
+  towers = [[d for d in range(host.num_gpus)
+             if input_device(host, d) == device] for device in machines]
+  if len(machines) > 1:
+    shards = [(k, len(machines)) for k in range(len(machines))]
+  else:
+    machines, shards = [host.cpu_device], [shard]
+  feeds = [None] * host.num_gpus
+  for device, own, share in zip(machines, towers, shards):
+    pipeline = datasets.InputPipeline(
+        data, 'train', config.batch_size, len(own), model.image_shape,
+        distortions=config.distortions, seed=config.seed, device=device,
+        shard=share)
+    for index, d in enumerate(own):
+      feeds[d] = (pipeline, index)
+  return feeds
+
+
 def build_towers(config, host, mgr, model, first_input=0, shard=None):
   """Builds every tower of `host` in the harness protocol's order.
 
   Sets `host.devices` from the manager. On synthetic data, tower d
   reads the synthetic batch number `first_input + d`, made on the CPU of
   its own machine (`input_device`);
-  on real data, its share of one training pipeline on the CPU (`shard`:
-  `(worker index, workers)` for a cluster worker's own share of the
-  data set). The model is the data set's version (`model_for_data`). With
+  on real data, its share of its machine's training pipeline, on that
+  machine's CPU (`_pipelines`; `shard`: `(worker index, workers)` for a
+  cluster worker's own share of the data set). The model is the data set's version (`model_for_data`). With
   `--forward_only` no gradient is built.
 
   Returns:
@@ -221,22 +250,20 @@ def build_towers(config, host, mgr, model, first_input=0, shard=None):
     is the first, or among the first five, of the logits (else None).
   """
   host.devices = mgr.get_devices()
-  pipeline = None
+  feeds = None
   data = check_data_config(config)
   model = model_for_data(model, config.data_name, data)
   if data is not None:
-    pipeline = datasets.InputPipeline(
-        data, 'train', config.batch_size, host.num_gpus, model.image_shape,
-        distortions=config.distortions, seed=config.seed,
-        device=host.cpu_device, shard=shard)
+    feeds = _pipelines(config, host, data, model, shard)
   accuracy = config.print_training_accuracy or config.forward_only
   is_training = not config.forward_only
   device_grads, losses, update_ops, correct = [], [], [], []
   for d in range(host.num_gpus):
     with mgr.create_outer_variable_scope(d), \
          tf.name_scope('tower_%i' % d), tf.device(host.devices[d]):
-      if pipeline is not None:
-        images, labels = pipeline.tower(d)
+      if feeds is not None:
+        pipeline, index = feeds[d]
+        images, labels = pipeline.tower(index)
       else:
         with tf.device(input_device(host, d)):
           images, labels = synthetic_inputs(model, config.batch_size,
