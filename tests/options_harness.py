@@ -273,43 +273,13 @@ def with_inf(step_batches, tower, value=np.inf):
 def run_collective_workers(tmp_path, mode, workers=2, towers=2):
   """Runs `workers` options_worker.py processes of `mode` in a worker-only
   cluster on loopback; returns each one's arrays (see options_worker)."""
-  import json  # pylint: disable=g-import-not-at-top
   import os  # pylint: disable=g-import-not-at-top
-  import subprocess  # pylint: disable=g-import-not-at-top
-  import sys  # pylint: disable=g-import-not-at-top
-  import time  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark.runs import in_process  # pylint: disable=g-import-not-at-top
+  import worker_processes  # pylint: disable=g-import-not-at-top
   script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                         'options_worker.py')
-  cluster = {'worker': ['%s:%d' % (in_process.LOOPBACK, p)
-                        for p in in_process.free_ports(workers)]}
-  environ = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-  environ.pop('TF_CONFIG', None)
-  outputs = [str(tmp_path / ('worker%d.npz' % k)) for k in range(workers)]
-  logs = [open(str(tmp_path / ('worker%d.log' % k)), 'w+')
-          for k in range(workers)]
-  processes = [subprocess.Popen(
-      [sys.executable, script, json.dumps(cluster), str(k), str(towers),
-       outputs[k], mode], env=environ, stdin=subprocess.DEVNULL,
-      stdout=logs[k], stderr=subprocess.STDOUT) for k in range(workers)]
-  try:
-    end = time.time() + 120
-    for k, process in enumerate(processes):
-      status = process.wait(max(1.0, end - time.time()))
-      logs[k].seek(0)
-      assert status == 0, 'worker %d: %s' % (k, logs[k].read())
-  finally:
-    for process in processes:
-      if process.poll() is None:
-        process.kill()
-        process.wait()
-    for log in logs:
-      log.close()
-  result = []
-  for path in outputs:
-    with np.load(path) as arrays:
-      result.append(dict((name, arrays[name]) for name in arrays.files))
-  return result
+  return worker_processes.run_workers(
+      tmp_path, script, workers,
+      lambda cluster, k, output: [cluster, str(k), str(towers), output, mode])
 
 
 def collective_values(arrays, when, tower):

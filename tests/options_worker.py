@@ -11,7 +11,6 @@ copies and the loss scale after the post-init ops (`initial/...`) and
 after each step (`step<k>/...`).
 """
 
-import json
 import os
 import sys
 
@@ -26,10 +25,9 @@ _tf.compat.v1.disable_eager_execution()
 
 import seed_harness  # pylint: disable=g-import-not-at-top,wrong-import-position
 import variable_mgr  # pylint: disable=g-import-not-at-top,wrong-import-position
-from variable_mgr.strategies import collective_all_reduce  # pylint: disable=g-import-not-at-top,wrong-import-position
+import worker_processes  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 tf = _tf.compat.v1
-TIMEOUT_MS = 30000
 BATCH = 6
 LEARNING_RATE = 0.1
 MODES = {
@@ -48,34 +46,13 @@ def batch(global_tower, step, with_inf=False):
   return x, y
 
 
-class WorkerHost(object):
-  """The attributes collective_all_reduce reads, for a worker-only cluster."""
-
-  def __init__(self, cluster, task_index, towers):
-    prefix = '/job:worker/replica:0/task:%d' % task_index
-    self.cluster = cluster
-    self.task_index = task_index
-    self.num_workers = len(cluster.job_tasks('worker'))
-    self.raw_devices = ['%s/cpu:%d' % (prefix, d) for d in range(towers)]
-    self.devices = list(self.raw_devices)
-    self.cpu_device = prefix + '/cpu:0'
-    self.param_server_device = self.cpu_device
-    self.local_parameter_device_flag = 'cpu'
-    self.num_gpus = towers
-
-
 def main(argv):
   cluster_json, task_index, towers, output, mode = argv
   task_index, towers = int(task_index), int(towers)
   options, steps = MODES[mode]
   dtype = tf.float16 if options.get('use_fp16') else tf.float32
-  cluster = tf.train.ClusterSpec(json.loads(cluster_json))
-  workers = len(cluster.job_tasks('worker'))
-  server = tf.train.Server(
-      cluster, job_name='worker', task_index=task_index,
-      config=collective_all_reduce.set_collective_group_leader(
-          tf.ConfigProto(device_count={'CPU': towers})))
-  host = WorkerHost(cluster, task_index, towers)
+  server, host = worker_processes.serve(cluster_json, task_index, towers)
+  workers = host.num_workers
   graph = tf.Graph()
   with graph.as_default():
     tf.set_random_seed(100 + task_index)
@@ -94,24 +71,15 @@ def main(argv):
           device_grads.append(zip(grads, params))
     apply_devices, state = mgr.preprocess_device_grads(device_grads)
     opt = tf.train.GradientDescentOptimizer(LEARNING_RATE, use_locking=True)
-    training_ops = []
-    for i, device in enumerate(apply_devices):
-      with tf.device(device):
-        mgr.append_apply_gradients_ops(
-            state, opt, mgr.get_gradients_to_apply(i, state), training_ops)
-    train_op = tf.group(*training_ops)
+    train_op = worker_processes.train_op(mgr, apply_devices, state, opt)
     init_op = tf.group(tf.global_variables_initializer(),
                        tf.local_variables_initializer())
     post_init_op = tf.group(*mgr.get_post_init_ops())
     variables = dict((v.op.name, v) for v in tf.global_variables())
     if mgr.loss_scale is not None:
       variables['loss_scale'] = mgr.loss_scale
-  config = collective_all_reduce.set_collective_group_leader(
-      tf.ConfigProto(device_filters=['/job:worker/replica:0/task:%d' %
-                                     task_index],
-                     operation_timeout_in_ms=TIMEOUT_MS,
-                     allow_soft_placement=False))
-  run_options = tf.RunOptions(timeout_in_ms=TIMEOUT_MS)
+  config = worker_processes.session_config(task_index)
+  run_options = worker_processes.RUN_OPTIONS
   arrays = {}
   with tf.Session(server.target, graph=graph, config=config) as sess:
     sess.run(init_op, options=run_options)

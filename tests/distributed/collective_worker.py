@@ -11,51 +11,29 @@ every variable of every tower before the broadcast (`initial/<name>`) and at
 the end (`final/<name>`). No PS task: the host is a plain object.
 """
 
-import json
 import os
 import sys
 
 import numpy as np
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [_HERE, os.path.dirname(os.path.dirname(_HERE))]
+sys.path[:0] = [_HERE, os.path.dirname(_HERE),
+                os.path.dirname(os.path.dirname(_HERE))]
 
 import clusterlib  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 import variable_mgr  # pylint: disable=g-import-not-at-top,wrong-import-position
 from variable_mgr.benchmark.models import catalog  # pylint: disable=g-import-not-at-top,wrong-import-position
 from variable_mgr.benchmark.training import harness  # pylint: disable=g-import-not-at-top,wrong-import-position
-from variable_mgr.strategies import collective_all_reduce  # pylint: disable=g-import-not-at-top,wrong-import-position
+import worker_processes  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 tf = clusterlib.tf
-TIMEOUT_MS = 30000
-
-
-class WorkerHost(object):
-  """The attributes collective_all_reduce reads, for a worker-only cluster."""
-
-  def __init__(self, cluster, task_index, towers):
-    prefix = '/job:worker/replica:0/task:%d' % task_index
-    self.cluster = cluster
-    self.task_index = task_index
-    self.num_workers = len(cluster.job_tasks('worker'))
-    self.raw_devices = ['%s/cpu:%d' % (prefix, d) for d in range(towers)]
-    self.devices = list(self.raw_devices)
-    self.cpu_device = prefix + '/cpu:0'
-    self.param_server_device = self.cpu_device
-    self.local_parameter_device_flag = 'cpu'
-    self.num_gpus = towers
 
 
 def main(argv):
   cluster_json, task_index, towers, steps, output = argv
   task_index, towers, steps = int(task_index), int(towers), int(steps)
-  cluster = tf.train.ClusterSpec(json.loads(cluster_json))
-  server = tf.train.Server(
-      cluster, job_name='worker', task_index=task_index,
-      config=collective_all_reduce.set_collective_group_leader(
-          tf.ConfigProto(device_count={'CPU': towers})))
-  host = WorkerHost(cluster, task_index, towers)
+  server, host = worker_processes.serve(cluster_json, task_index, towers)
   model = catalog.get_model(clusterlib.MODEL)
   graph = tf.Graph()
   with graph.as_default():
@@ -77,21 +55,12 @@ def main(argv):
           device_grads.append(zip(grads, params))
     apply_devices, state = mgr.preprocess_device_grads(device_grads)
     opt = tf.train.GradientDescentOptimizer(clusterlib.LEARNING_RATE)
-    training_ops = []
-    for i, device in enumerate(apply_devices):
-      with tf.device(device):
-        mgr.append_apply_gradients_ops(
-            state, opt, mgr.get_gradients_to_apply(i, state), training_ops)
-    train_op = tf.group(*training_ops)
+    train_op = worker_processes.train_op(mgr, apply_devices, state, opt)
     init_op = tf.global_variables_initializer()
     post_init_op = tf.group(*mgr.get_post_init_ops())
     variables = dict((v.op.name, v) for v in tf.global_variables())
-  config = collective_all_reduce.set_collective_group_leader(
-      tf.ConfigProto(device_filters=['/job:worker/replica:0/task:%d' %
-                                     task_index],
-                     operation_timeout_in_ms=TIMEOUT_MS,
-                     allow_soft_placement=False))
-  options = tf.RunOptions(timeout_in_ms=TIMEOUT_MS)
+  config = worker_processes.session_config(task_index)
+  options = worker_processes.RUN_OPTIONS
   with tf.Session(server.target, graph=graph, config=config) as sess:
     sess.run(init_op, options=options)
     initial = sess.run(variables, options=options)

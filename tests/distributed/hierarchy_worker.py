@@ -18,14 +18,14 @@ Writes every variable before the post-init ops (`before/<name>`), after
 them (`initial/<name>`) and after each of STEPS steps (`step<k>/<name>`).
 """
 
-import json
 import os
 import sys
 
 import numpy as np
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [_HERE, os.path.dirname(os.path.dirname(_HERE))]
+sys.path[:0] = [_HERE, os.path.dirname(_HERE),
+                os.path.dirname(os.path.dirname(_HERE))]
 
 import tensorflow as _tf  # pylint: disable=g-import-not-at-top,wrong-import-position
 
@@ -33,11 +33,9 @@ _tf.compat.v1.disable_eager_execution()
 
 import variable_mgr  # pylint: disable=g-import-not-at-top,wrong-import-position
 from variable_mgr import compat  # pylint: disable=g-import-not-at-top,wrong-import-position
-from variable_mgr.strategies import collective_all_reduce  # pylint: disable=g-import-not-at-top,wrong-import-position
-from collective_worker import WorkerHost  # pylint: disable=g-import-not-at-top,wrong-import-position
+import worker_processes  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 tf = _tf.compat.v1
-TIMEOUT_MS = 30000
 STEPS = 2
 ROWS, IN, OUT, BATCH = 6, 3, 2, 4
 LEARNING_RATE = 0.1
@@ -66,12 +64,7 @@ def main(argv):
     options['bucket_bytes'] = int(case.split('-')[3])
   if dtype_name == 'float16':
     options['accumulation_dtype'] = tf.float32
-  cluster = tf.train.ClusterSpec(json.loads(cluster_json))
-  server = tf.train.Server(
-      cluster, job_name='worker', task_index=task_index,
-      config=collective_all_reduce.set_collective_group_leader(
-          tf.ConfigProto(device_count={'CPU': towers})))
-  host = WorkerHost(cluster, task_index, towers)
+  server, host = worker_processes.serve(cluster_json, task_index, towers)
   graph = tf.Graph()
   with graph.as_default():
     tf.set_random_seed(100 + task_index)
@@ -95,22 +88,13 @@ def main(argv):
     apply_devices, state = mgr.preprocess_device_grads(device_grads)
     opt = tf.train.GradientDescentOptimizer(
         tf.constant(LEARNING_RATE, dtype))
-    training_ops = []
-    for i, device in enumerate(apply_devices):
-      with tf.device(device):
-        mgr.append_apply_gradients_ops(
-            state, opt, mgr.get_gradients_to_apply(i, state), training_ops)
-    train_op = tf.group(*training_ops)
+    train_op = worker_processes.train_op(mgr, apply_devices, state, opt)
     init_op = tf.global_variables_initializer()
     post_init_op = tf.group(*mgr.get_post_init_ops())
     variables = dict((v.op.name, v) for v in tf.global_variables())
     resource = all(compat.is_resource_variable(v) for v in variables.values())
-  config = collective_all_reduce.set_collective_group_leader(
-      tf.ConfigProto(device_filters=['/job:worker/replica:0/task:%d' %
-                                     task_index],
-                     operation_timeout_in_ms=TIMEOUT_MS,
-                     allow_soft_placement=False))
-  run_options = tf.RunOptions(timeout_in_ms=TIMEOUT_MS)
+  config = worker_processes.session_config(task_index)
+  run_options = worker_processes.RUN_OPTIONS
   arrays = {'resource': np.array(resource)}
   with tf.Session(server.target, graph=graph, config=config) as sess:
     sess.run(init_op, options=run_options)

@@ -7,9 +7,6 @@ of every worker starts from worker 0's tower 0 (the post-init broadcast).
 
 import json
 import os
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
@@ -17,6 +14,7 @@ import tensorflow as _tf
 
 import clusterlib
 import variable_mgr
+import worker_processes
 from variable_mgr import errors
 from variable_mgr.benchmark import cli
 from variable_mgr.benchmark.cluster import servers
@@ -51,36 +49,10 @@ def mean_reference(values, num_workers, towers, steps):
 
 def _run_workers(tmp_path, towers):
   """Runs WORKERS collective_worker.py processes; returns their arrays."""
-  cluster = {'worker': ['%s:%d' % (in_process.LOOPBACK, p)
-                        for p in in_process.free_ports(WORKERS)]}
-  environ = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-  environ.pop('TF_CONFIG', None)
-  outputs = [str(tmp_path / ('worker%d.npz' % k)) for k in range(WORKERS)]
-  logs = [open(str(tmp_path / ('worker%d.log' % k)), 'w+')
-          for k in range(WORKERS)]
-  processes = [subprocess.Popen(
-      [sys.executable, WORKER_SCRIPT, json.dumps(cluster), str(k),
-       str(towers), str(STEPS), outputs[k]], cwd=clusterlib.REPO,
-      env=environ, stdin=subprocess.DEVNULL, stdout=logs[k],
-      stderr=subprocess.STDOUT) for k in range(WORKERS)]
-  try:
-    end = time.time() + 90
-    for k, process in enumerate(processes):
-      status = process.wait(max(1.0, end - time.time()))
-      logs[k].seek(0)
-      assert status == 0, 'worker %d: %s' % (k, logs[k].read())
-  finally:
-    for process in processes:
-      if process.poll() is None:
-        process.kill()
-        process.wait()
-    for log in logs:
-      log.close()
-  result = []
-  for path in outputs:
-    with np.load(path) as arrays:
-      result.append(dict((name, arrays[name]) for name in arrays.files))
-  return result
+  return worker_processes.run_workers(
+      tmp_path, WORKER_SCRIPT, WORKERS,
+      lambda cluster, k, output: [cluster, str(k), str(towers), str(STEPS),
+                                  output], seconds=90, cwd=clusterlib.REPO)
 
 
 @pytest.mark.parametrize('towers', [1, 2])

@@ -10,18 +10,14 @@ added in float32 and float16 added in float16. The graph's collectives are check
 test_collective_all_reduce.py (one a gradient a worker, a group of workers).
 """
 
-import json
 import os
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
 
 import clusterlib
 import hierarchy_worker
-from variable_mgr.benchmark.runs import in_process
+import worker_processes
 
 WORKERS = 2
 TOWERS = 2
@@ -37,36 +33,10 @@ TOLERANCE = {'float32': dict(rtol=1e-5, atol=1e-6),
 
 def run_workers(tmp_path, case, towers=TOWERS):
   """Runs WORKERS hierarchy_worker.py processes; returns their arrays."""
-  cluster = {'worker': ['%s:%d' % (in_process.LOOPBACK, p)
-                        for p in in_process.free_ports(WORKERS)]}
-  environ = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-  environ.pop('TF_CONFIG', None)
-  outputs = [str(tmp_path / ('worker%d.npz' % k)) for k in range(WORKERS)]
-  logs = [open(str(tmp_path / ('worker%d.log' % k)), 'w+')
-          for k in range(WORKERS)]
-  processes = [subprocess.Popen(
-      [sys.executable, SCRIPT, json.dumps(cluster), str(k), str(towers),
-       outputs[k], case], cwd=clusterlib.REPO, env=environ,
-      stdin=subprocess.DEVNULL, stdout=logs[k], stderr=subprocess.STDOUT)
-               for k in range(WORKERS)]
-  try:
-    end = time.time() + 120
-    for k, process in enumerate(processes):
-      status = process.wait(max(1.0, end - time.time()))
-      logs[k].seek(0)
-      assert status == 0, 'worker %d: %s' % (k, logs[k].read())
-  finally:
-    for process in processes:
-      if process.poll() is None:
-        process.kill()
-        process.wait()
-    for log in logs:
-      log.close()
-  result = []
-  for path in outputs:
-    with np.load(path) as arrays:
-      result.append(dict((name, arrays[name]) for name in arrays.files))
-  return result
+  return worker_processes.run_workers(
+      tmp_path, SCRIPT, WORKERS,
+      lambda cluster, k, output: [cluster, str(k), str(towers), output, case],
+      cwd=clusterlib.REPO)
 
 
 def reference(initial, reduction, num_towers, steps):
