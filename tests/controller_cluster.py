@@ -74,3 +74,25 @@ def layout(num_towers):
 def close(target):
   """Clears every container of the workers behind `target`."""
   tf1.Session.reset(target)
+
+
+def benchmark_towers(*flags):
+  """The graph of the benchmark's towers (`harness.build_towers`) on a
+  controller of 2 workers at made-up addresses, 2 towers each, trivial,
+  batch 4, `--all_reduce_spec=xring`, and `flags`; nothing runs."""
+  from variable_mgr.benchmark.flags import command_line  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.models import catalog  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import harness  # pylint: disable=g-import-not-at-top
+  from variable_mgr.benchmark.training import run_config  # pylint: disable=g-import-not-at-top
+  controller = variable_mgr.ControllerBenchmarkCnn(
+      {'worker': ['h:1', 'h:2']}, 2)
+  args = command_line.parse_args(
+      ['--model=trivial', '--num_gpus=2', '--batch_size=4',
+       '--launch_local_cluster', '--variable_update=distributed_all_reduce',
+       '--all_reduce_spec=xring'] + list(flags), environ={})
+  config = run_config.from_args(args).resolved()
+  with tf.Graph().as_default() as graph:
+    mgr = harness.create_manager(config, controller)
+    harness.build_towers(config, controller, mgr, catalog.get_model(
+        'trivial', config.data_name))
+  return graph

@@ -239,22 +239,8 @@ def test_a_controllers_pipelines_run_on_their_workers():
   """The controller's graph on digits: one pipeline a worker, on that
   worker's CPU, feeding that worker's towers only, each of its own share;
   no tower's images come from another machine."""
-  from variable_mgr.benchmark.flags import command_line  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark.training import harness  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark.training import run_config  # pylint: disable=g-import-not-at-top
-  import variable_mgr  # pylint: disable=g-import-not-at-top
-  controller = variable_mgr.ControllerBenchmarkCnn(
-      {'worker': ['h:1', 'h:2']}, TOWERS)
-  args = command_line.parse_args(
-      ['--model=trivial', '--num_gpus=%d' % TOWERS, '--batch_size=4',
-       '--data_name=digits', '--launch_local_cluster',
-       '--variable_update=distributed_all_reduce',
-       '--all_reduce_spec=xring'], environ={})
-  config = run_config.from_args(args).resolved()
-  with tf.Graph().as_default() as graph:
-    mgr = harness.create_manager(config, controller)
-    harness.build_towers(config, controller, mgr, catalog.get_model(
-        'trivial', config.data_name))
+  import controller_cluster  # pylint: disable=g-import-not-at-top
+  graph = controller_cluster.benchmark_towers('--data_name=digits')
   reads = [op for op in graph.get_operations()
            if op.type == 'IteratorGetNext']
   assert sorted(tf.DeviceSpec.from_string(op.device).task

@@ -50,8 +50,7 @@ def test_each_tower_makes_its_batch_on_its_own_machine():
   on worker 0's, worker 1's batches took 1.18x the ring's bytes over its
   link with resnet20 on cifar10). A worker's and a local host's towers
   take their host's CPU."""
-  from variable_mgr.benchmark.flags import command_line  # pylint: disable=g-import-not-at-top
-  from variable_mgr.benchmark.training import run_config  # pylint: disable=g-import-not-at-top
+  import controller_cluster  # pylint: disable=g-import-not-at-top
   import variable_mgr  # pylint: disable=g-import-not-at-top
   controller = variable_mgr.ControllerBenchmarkCnn(
       {'worker': ['h:1', 'h:2']}, 2)
@@ -64,15 +63,7 @@ def test_each_tower_makes_its_batch_on_its_own_machine():
   local = variable_mgr.LocalBenchmarkCnn(2)
   assert [harness.input_device(local, d) for d in range(2)] == [
       local.cpu_device] * 2
-  args = command_line.parse_args(
-      ['--model=trivial', '--num_gpus=2', '--batch_size=4',
-       '--launch_local_cluster', '--variable_update=distributed_all_reduce',
-       '--all_reduce_spec=xring'], environ={})
-  config = run_config.from_args(args).resolved()
-  with tf.Graph().as_default() as graph:
-    mgr = harness.create_manager(config, controller)
-    harness.build_towers(config, controller, mgr, catalog.get_model(
-        'trivial', config.data_name))
+  graph = controller_cluster.benchmark_towers()
   made = {}
   for op in graph.get_operations():
     if op.type.startswith('StatelessRandomUniform'):
