@@ -331,7 +331,17 @@ class _Host(object):
     ('distributed_replicated', dict(task_index=2, num_workers=2),
      r"task_index=2, num_workers=2 but the cluster's worker job has 2 "
      r'tasks: .*task_index be one of 0..1'),
-], ids=['no_sync', 'no_task_index', 'sync_not_bool', 'task_out_of_range'])
+    # num_workers counted wrong either way: the exchange would wait for a
+    # worker that never comes, or miss one's finite flag.
+    ('distributed_replicated', dict(task_index=0, num_workers=1),
+     r"task_index=0, num_workers=1 but the cluster's worker job has 2 "
+     r'tasks: num_workers must equal it'),
+    ('parameter_server', dict(task_index=0, num_workers=3,
+                              cross_replica_sync=True),
+     r"task_index=0, num_workers=3 but the cluster's worker job has 2 "
+     r'tasks: num_workers must equal it'),
+], ids=['no_sync', 'no_task_index', 'sync_not_bool', 'task_out_of_range',
+        'fewer_workers', 'more_workers'])
 def test_a_host_that_cannot_exchange_is_refused(strategy, attributes, match):
   with tf.Graph().as_default() as graph:
     with pytest.raises(errors.InterfaceError, match=match):

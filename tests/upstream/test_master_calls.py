@@ -294,6 +294,24 @@ def _collective_bench(**params):
   return bench
 
 
+def test_replicated_flags_pass_through_master_distributed_all_reduce():
+  """--xla_compile and --hierarchical_copy are master's replicated's: its
+  distributed_all_reduce reads neither, so a controller given them builds
+  its manager (replicated refuses the first, and the second beside a
+  spec)."""
+  bench = master_host.MasterBench(xla_compile=True, hierarchical_copy=True,
+                                  gradient_repacking=4, use_fp16=True,
+                                  all_reduce_spec='xring')
+  bench.cluster_manager = master_host.ClusterManager(
+      {'controller': ['h:0'], 'worker': ['h:1', 'h:2']})
+  bench.job_name = 'controller'
+  bench.num_workers = 2
+  with tf.Graph().as_default():
+    mgr = variable_mgr.VariableMgrDistributedAllReduce(
+        bench, 'xring', 'controller', 2, 0, 10, 1)
+  assert type(mgr).__name__ == 'VariableMgrDistributedAllReduce'
+
+
 def test_is_master_host():
   assert upstream_host.is_master_host(master_host.MasterBench())
   assert not upstream_host.is_master_host(variable_mgr.LocalBenchmarkCnn(1))
