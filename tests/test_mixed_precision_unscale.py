@@ -1,6 +1,7 @@
 """`LossScale.unscale` divides a gradient by the scale in the gradient's
 own dtype: float16 through float32 (the scale's reciprocal is a float32),
-dense and sparse, against NumPy."""
+dense and sparse, against NumPy; `tower_all_finite` tells a tower with an
+inf or a nan from one without."""
 
 import numpy as np
 import pytest
@@ -46,3 +47,21 @@ def test_no_gradient_stays_none():
   with tf.Graph().as_default():
     loss_scale = mixed_precision.LossScale(8.0, False, 2, '/cpu:0')
     assert loss_scale.unscale(None) is None
+
+
+@pytest.mark.parametrize('grads,finite', [
+    ([None, None], True),
+    ([], True),
+    ([None, np.array([1.0, 2.0])], True),
+    ([np.array([1.0, np.inf]), None], False),
+    ([np.array([1.0]), np.array([np.nan, 0.0])], False),
+], ids=['none_only', 'empty', 'one_finite', 'an_inf', 'a_nan'])
+def test_a_tower_is_finite_unless_a_gradient_value_is_not(grads, finite):
+  """`tower_all_finite`: a tower without any gradient (all None) is
+  finite, as a tower whose every value is; one inf or nan anywhere is
+  not."""
+  with tf.Graph().as_default():
+    flag = mixed_precision.tower_all_finite(
+        [None if g is None else tf.constant(g, tf.float32) for g in grads])
+    with tf1.Session() as sess:
+      assert sess.run(flag) == finite

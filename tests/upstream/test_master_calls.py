@@ -86,6 +86,24 @@ def test_master_independent_towers_keep_their_own_initial_values():
   np.testing.assert_array_equal(values['seed'][0], values['seed'][1])
 
 
+def test_master_form_names_a_tower_by_its_absolute_number():
+  """trainable_variables_on_device(rel, abs): the tower is abs when given
+  (master's towers of every worker under distributed_all_reduce), else
+  rel."""
+  with tf.Graph().as_default():
+    bench = master_host.MasterBench()
+    mgr = master_host.replicated(bench)
+    bench.devices = mgr.get_devices()
+    for d in range(2):
+      with tf1.name_scope('tower_%i' % d), mgr.create_outer_variable_scope(d):
+        tf1.get_variable('w', [3])
+
+    def names(*args):
+      return [v.op.name for v in mgr.trainable_variables_on_device(*args)]
+    assert names(0) == ['v0/w'] and names(1) == ['v1/w']
+    assert names(0, 1) == ['v1/w'] and names(1, 0) == ['v0/w']
+
+
 def test_master_form_replicated_spec_and_upper_case_parameter_device():
   with tf.Graph().as_default():
     bench = master_host.MasterBench(local_parameter_device='CPU',
@@ -310,6 +328,11 @@ def test_replicated_flags_pass_through_master_distributed_all_reduce():
     mgr = variable_mgr.VariableMgrDistributedAllReduce(
         bench, 'xring', 'controller', 2, 0, 10, 1)
   assert type(mgr).__name__ == 'VariableMgrDistributedAllReduce'
+  # The controller's towers are every worker's (master's raw_devices are
+  # this process's).
+  assert mgr.benchmark_cnn.raw_devices == [
+      '/job:worker/replica:0/task:%d/cpu:%d' % (k, i)
+      for k in range(2) for i in range(2)]
 
 
 def test_is_master_host():
