@@ -50,6 +50,14 @@ def test_plan_puts_large_unknown_and_other_dtype_gradients_apart():
       Bucket([0], 0), Bucket([1, 2], 1)]
 
 
+def test_a_zero_byte_gradient_takes_no_room_in_a_bucket():
+  """A gradient of no elements adds 0 bytes: after it, 4 + 5 B do not fit
+  8 B (a byte it gave back would let them)."""
+  assert _plan([0, 4, 5], [0, 1, 2], 8) == [Bucket([0, 1], 0),
+                                              Bucket([2], 2)]
+  assert _plan([0, 4, 4], [0, 1, 2], 8) == [Bucket([0, 1, 2], 0)]
+
+
 def _two_layers(bucket_bytes, **options):
   """Worker 1 of 2, two towers, a two-layer model (w0 [4, 3], b0 [3], w1
   [3, 2], b1 [2]): ({instance key: CollectiveReduce op}, the ops of the
@@ -151,3 +159,19 @@ def test_bucket_size_of_another_strategy():
   assert "bucket_bytes=1024 with variable_update='replicated'" in str(
       info.value)
   assert 'collective_all_reduce' in str(info.value)
+
+
+def test_every_collective_of_a_gated_step_is_in_the_gradients_group():
+  """With a dynamic loss scale every step is gated: beside the buckets'
+  all-reduces, the finite check's and the step sync's (which runs in the
+  group every step, so that a dead step leaves the group's next all-reduce
+  nothing to abort) are collectives of the same group, each with an
+  instance key of its own."""
+  reduces, _ = _two_layers(1 << 20, use_fp16=True, auto_loss_scale=True)
+  assert set(op.get_attr('group_key') for op in reduces.values()) == {
+      collective_all_reduce.GROUP_KEY}
+  sync, = [op for op in reduces.values() if 'collective_step_sync' in op.name]
+  assert sync.get_attr('instance_key') == (
+      collective_all_reduce.STEP_SYNC_INSTANCE_KEY)
+  assert collective_all_reduce.FINITE_INSTANCE_KEY in reduces
+  assert len(reduces) == 3  # One bucket, the finite check, the sync.

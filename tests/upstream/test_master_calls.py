@@ -329,10 +329,12 @@ def test_replicated_flags_pass_through_master_distributed_all_reduce():
         bench, 'xring', 'controller', 2, 0, 10, 1)
   assert type(mgr).__name__ == 'VariableMgrDistributedAllReduce'
   # The controller's towers are every worker's (master's raw_devices are
-  # this process's).
+  # this process's); master asks get_devices() for a worker's own towers
+  # while it builds them.
   assert mgr.benchmark_cnn.raw_devices == [
       '/job:worker/replica:0/task:%d/cpu:%d' % (k, i)
       for k in range(2) for i in range(2)]
+  assert mgr.get_devices() == bench.raw_devices == ['/cpu:0', '/cpu:1']
 
 
 def test_is_master_host():
