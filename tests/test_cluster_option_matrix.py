@@ -22,8 +22,8 @@ import pytest
 import tensorflow as tf
 
 import matrix_model
-import options_worker
 import variable_mgr
+import worker_processes
 from matrix_model import Case
 from matrix_model import dynamic_options
 from options_harness import Run
@@ -110,7 +110,7 @@ class Workers(object):
         host = variable_mgr.ClusterBenchmarkCnn(spec, k, TOWERS,
                                                 **(host_args or {}))
       else:
-        host = options_worker.WorkerHost(tf1.train.ClusterSpec(spec), k,
+        host = worker_processes.WorkerHost(tf1.train.ClusterSpec(spec), k,
                                          TOWERS)
       run = Run('ps_cpu', TOWERS, dtype=dtype, host=host,
                 model=matrix_model.GatherModel(),
