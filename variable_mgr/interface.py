@@ -158,6 +158,14 @@ def check_interface(benchmark_cnn, attributes):
         'or build the host with variable_mgr.LocalBenchmarkCnn (or '
         'variable_mgr.ClusterBenchmarkCnn for a cluster).' %
         (name, ', '.join(missing)))
+  flag = getattr(benchmark_cnn, 'local_parameter_device_flag', 'cpu')
+  if ('local_parameter_device_flag' in attributes and
+      flag not in PARAMETER_DEVICES):
+    raise errors.InterfaceError(
+        '%s has local_parameter_device_flag=%r: it must be one of %s (in '
+        'lower case), where a local parameter server keeps the variables; '
+        'set it so, or build the host with variable_mgr.LocalBenchmarkCnn.'
+        % (name, flag, ', '.join(repr(d) for d in PARAMETER_DEVICES)))
   if getattr(benchmark_cnn, 'cluster', None) is None:
     # The documented-only methods are a cluster host's; the strategy refuses
     # a host without a cluster itself, with a message about the cluster.

@@ -198,8 +198,8 @@ def _all_reduce_options(values, params, class_name):
             'drop --gpu_indices')
   options = {
       'all_reduce_spec': spec,
-      'agg_small_grads_max_bytes': values.get('agg_small_grads_max_bytes', 0),
-      'agg_small_grads_max_group': values.get('agg_small_grads_max_group', 10),
+      'agg_small_grads_max_bytes': values['agg_small_grads_max_bytes'],
+      'agg_small_grads_max_group': values['agg_small_grads_max_group'],
   }
   if class_name != 'VariableMgrLocalReplicated':
     return options
