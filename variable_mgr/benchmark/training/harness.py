@@ -207,19 +207,15 @@ def _pipelines(config, host, data, model, shard):
   controller's towers live on every worker, and worker k's read worker k's
   share of the data set from a pipeline on worker k (one pipeline on worker
   0 sent every other worker's images over the network each step)."""
-  machines = []
+  machines = collections.OrderedDict()
   for d in range(host.num_gpus):
-    device = input_device(host, d)
-    if device not in machines:
-      machines.append(device)
-  towers = [[d for d in range(host.num_gpus)
-             if input_device(host, d) == device] for device in machines]
+    machines.setdefault(input_device(host, d), []).append(d)
   if len(machines) > 1:
     shards = [(k, len(machines)) for k in range(len(machines))]
   else:
-    machines, shards = [host.cpu_device], [shard]
+    machines, shards = {host.cpu_device: list(range(host.num_gpus))}, [shard]
   feeds = [None] * host.num_gpus
-  for device, own, share in zip(machines, towers, shards):
+  for (device, own), share in zip(machines.items(), shards):
     pipeline = datasets.InputPipeline(
         data, 'train', config.batch_size, len(own), model.image_shape,
         distortions=config.distortions, seed=config.seed, device=device,
@@ -237,8 +233,9 @@ def build_towers(config, host, mgr, model, first_input=0, shard=None):
   its own machine (`input_device`);
   on real data, its share of its machine's training pipeline, on that
   machine's CPU (`_pipelines`; `shard`: `(worker index, workers)` for a
-  cluster worker's own share of the data set). The model is the data set's version (`model_for_data`). With
-  `--forward_only` no gradient is built.
+  cluster worker's own share of the data set). The model is the data
+  set's version (`model_for_data`). With `--forward_only` no gradient is
+  built.
 
   Returns:
     Towers: `device_grads` (the towers' one-shot `zip(grads, vars)`
