@@ -26,18 +26,42 @@ def run_workers(tmp_path, script, workers, arguments, seconds=120,
   """Runs `script` once a worker of a cluster of `workers` on loopback
   ports: worker k with `arguments(cluster, k, output)` after the script
   (`cluster` the JSON of the cluster's spec, `output` the .npz file it must
-  write). Waits `seconds` in all; a worker that fails fails the test with
-  its log; none is left running.
+  write). Waits `seconds` in all; the first worker that fails fails the
+  test with its log (its peers would wait for it until the deadline); none
+  is left running. A port is picked free and bound by the worker only
+  later, so another process may take it in between: a worker that says so
+  (in_process.PORT_TAKEN) has the whole cluster started again on new
+  ports, up to in_process.START_ATTEMPTS times.
 
   Returns:
     Each worker's arrays: [{name: array}] in worker order.
   """
+  outputs = [str(tmp_path / ('worker%d.npz' % k)) for k in range(workers)]
+  for attempt in range(in_process.START_ATTEMPTS):
+    failed = _run_once(tmp_path, script, workers, arguments, seconds, cwd,
+                       outputs)
+    if failed is None:
+      break
+    k, log = failed
+    last = attempt == in_process.START_ATTEMPTS - 1
+    assert in_process.PORT_TAKEN in log and not last, 'worker %d: %s' % (
+        k, log)
+  result = []
+  for path in outputs:
+    with np.load(path) as arrays:
+      result.append(dict((name, arrays[name]) for name in arrays.files))
+  return result
+
+
+def _run_once(tmp_path, script, workers, arguments, seconds, cwd, outputs):
+  """One start of the cluster; None when every worker ended well, else
+  (k, its log) of the first that failed (or of those still running at the
+  deadline)."""
   cluster = json.dumps({'worker': [
       '%s:%d' % (in_process.LOOPBACK, p)
       for p in in_process.free_ports(workers)]})
   environ = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
   environ.pop('TF_CONFIG', None)
-  outputs = [str(tmp_path / ('worker%d.npz' % k)) for k in range(workers)]
   logs = [open(str(tmp_path / ('worker%d.log' % k)), 'w+')
           for k in range(workers)]
   processes = [subprocess.Popen(
@@ -46,10 +70,19 @@ def run_workers(tmp_path, script, workers, arguments, seconds=120,
       stderr=subprocess.STDOUT) for k in range(workers)]
   try:
     end = time.time() + seconds
-    for k, process in enumerate(processes):
-      status = process.wait(max(1.0, end - time.time()))
-      logs[k].seek(0)
-      assert status == 0, 'worker %d: %s' % (k, logs[k].read())
+    while time.time() < end:
+      statuses = [process.poll() for process in processes]
+      for k, status in enumerate(statuses):
+        if status not in (None, 0):
+          logs[k].seek(0)
+          return k, logs[k].read()
+      if all(status == 0 for status in statuses):
+        return None
+      time.sleep(0.2)
+    running = [k for k, p in enumerate(processes) if p.poll() is None]
+    logs[running[0]].seek(0)
+    return running[0], 'still running after %g s: %s' % (
+        seconds, logs[running[0]].read())
   finally:
     for process in processes:
       if process.poll() is None:
@@ -57,11 +90,6 @@ def run_workers(tmp_path, script, workers, arguments, seconds=120,
         process.wait()
     for log in logs:
       log.close()
-  result = []
-  for path in outputs:
-    with np.load(path) as arrays:
-      result.append(dict((name, arrays[name]) for name in arrays.files))
-  return result
 
 
 class WorkerHost(object):
