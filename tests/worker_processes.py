@@ -26,7 +26,7 @@ def run_workers(tmp_path, script, workers, arguments, seconds=120,
   """Runs `script` once a worker of a cluster of `workers` on loopback
   ports: worker k with `arguments(cluster, k, output)` after the script
   (`cluster` the JSON of the cluster's spec, `output` the .npz file it must
-  write). Waits `seconds` in all; the first worker that fails fails the
+  write). Waits `seconds` a start; the first worker that fails fails the
   test with its log (its peers would wait for it until the deadline); none
   is left running. A port is picked free and bound by the worker only
   later, so another process may take it in between: a worker that says so
@@ -55,8 +55,8 @@ def run_workers(tmp_path, script, workers, arguments, seconds=120,
 
 def _run_once(tmp_path, script, workers, arguments, seconds, cwd, outputs):
   """One start of the cluster; None when every worker ended well, else
-  (k, its log) of the first that failed (or of those still running at the
-  deadline)."""
+  (k, its log) of the first that failed, or of the first still running at
+  the deadline."""
   cluster = json.dumps({'worker': [
       '%s:%d' % (in_process.LOOPBACK, p)
       for p in in_process.free_ports(workers)]})
