@@ -5,7 +5,9 @@ barriers are built in one graph with their queue device set to the local
 CPU (the queues are shared by name, as on a PS task), so one session runs
 either worker's side. A worker's barrier alone does not complete (worker 1
 has not put its token into worker 0's queue); both together do, with 2 and
-with 3 workers, and again in the next round.
+with 3 workers, and again in the next round. On a cluster of several PS
+tasks, successive barriers take turns over them (tf_cnn_benchmarks' order:
+the first on task 1), so that no one task holds every barrier's queues.
 """
 
 import threading
@@ -65,3 +67,22 @@ def test_a_worker_waits_for_the_others(workers):
       with pytest.raises(tf.errors.DeadlineExceededError):
         sess.run(barriers[0],
                  options=tf1.RunOptions(timeout_in_ms=ALONE_MS))
+
+
+def test_successive_barriers_take_turns_over_the_ps_tasks():
+  cluster = {'ps': ['127.0.0.1:%d' % (1 + i) for i in range(3)],
+             'worker': ['127.0.0.1:9', '127.0.0.1:10']}
+  with tf.Graph().as_default() as graph:
+    host = variable_mgr.ClusterBenchmarkCnn(cluster, 0, 1)
+    for round_ in range(5):
+      host.add_sync_queues_and_barrier('round%d_' % round_, [])
+    queues = [op for op in graph.get_operations()
+              if op.type in ('FIFOQueue', 'FIFOQueueV2')]
+  tasks = {}
+  for op in queues:
+    name = op.get_attr('shared_name').decode()  # 'round<r>_<worker>'
+    round_ = int(name[len('round'):name.index('_')])
+    tasks.setdefault(round_, set()).add(
+        tf.DeviceSpec.from_string(op.device).task)
+  # Each round's queues (one a worker) on one task, the rounds on 1, 2, 0, 1, 2.
+  assert tasks == {0: {1}, 1: {2}, 2: {0}, 3: {1}, 4: {2}}
