@@ -39,8 +39,8 @@ def worker_sum(grads, device, wide):
     parts = [aggregation.densify(g) for g in grads]
     if wide is not None and dtype == tf.float16:
       parts = [tf.cast(p, wide) for p in parts]
-    total = tf.add_n(parts) if len(parts) > 1 else parts[0]
-  return total
+    # add_n of one tensor is that tensor.
+    return tf.add_n(parts)
 
 
 def across_workers(num_workers, group_key, instance_key, device, factor):
