@@ -273,4 +273,4 @@ def read_options(class_name, bench, args, kwargs):
     # Master sums over every tower of every worker, as its replicated does.
     options = {'reduction': 'sum'}
   return MasterCall(host, options, training,
-                    bool(getattr(params, 'use_resource_vars', False)))
+                    bool(params.use_resource_vars))
