@@ -257,7 +257,7 @@ class ClusterBenchmarkCnn(BenchmarkCnnLike):
       queues = [tf.FIFOQueue(self.num_workers, [tf.bool], shapes=[[]],
                              shared_name='%s%s' % (name_prefix, i))
                 for i in range(self.num_workers)]
-      token = tf.constant(False)
+      token = tf.zeros([], tf.bool)  # its value carries nothing
       ops = []
       with tf.control_dependencies(enqueue_after_list):
         for i, queue in enumerate(queues):
