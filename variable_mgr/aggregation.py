@@ -48,7 +48,7 @@ def _sum(grads, use_mean, accumulation_dtype=None):
   count = len(grads)
   if all(isinstance(g, IndexedSlices) for g in grads):
     values = tf.concat([g.values for g in grads], 0)
-    if use_mean and count > 1:
+    if use_mean:  # of one tower, a product with 1.0: exact
       values = scale(values, 1.0 / count)
     return IndexedSlices(values, tf.concat([g.indices for g in grads], 0),
                          grads[0].dense_shape)
@@ -57,7 +57,7 @@ def _sum(grads, use_mean, accumulation_dtype=None):
   if accumulation_dtype is not None and dtype != accumulation_dtype:
     grads = [tf.cast(g, accumulation_dtype) for g in grads]
   total = tf.add_n(grads)  # of one tensor, that tensor
-  if use_mean and count > 1:
+  if use_mean:
     total = scale(total, 1.0 / count)
   if total.dtype != dtype:
     total = tf.cast(total, dtype)
