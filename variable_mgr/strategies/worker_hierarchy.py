@@ -78,4 +78,4 @@ def count_on_first_device(values, devices):
   `devices[0]`, the worker's member of its collectives."""
   with tf.device(devices[0]):
     parts = [tf.reshape(tf.cast(v, tf.float32), [1]) for v in values]
-    return tf.add_n(parts) if len(parts) > 1 else parts[0]
+    return tf.add_n(parts)  # of one tensor, that tensor
