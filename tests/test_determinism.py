@@ -2,15 +2,18 @@
 give bit-identical variables on CPU: every sum adds its terms in a fixed
 order (add_n, the ring), whatever order the executor runs the ops in.
 
-That is a claim about the library's sums, so the runs are made where
-TensorFlow's own kernels are bit-exact from run to run: a child interpreter
-whose kernels each run on one thread (the intra-op pool is made once a
-process, by its first session, so only a fresh process can have one of its
-own). With several intra-op threads a kernel's split of its work can change
-with the load (oneDNN's matmul on TF 2.x runs on one thread when it is
-called from a pool thread), and with it the last bit of a few elements; the
-suite once saw two such elements of 400 differ on a loaded machine. Several
-inter-op threads keep the ops themselves running in varying orders.
+That is a claim about the graph the library builds, so the runs are made
+where nothing else can change a sum's order or a kernel's rounding, in a
+child interpreter (the intra-op pool is made once a process, by its first
+session, and oneDNN is chosen when TensorFlow loads):
+- the graph runs as built: grappler's arithmetic optimizer sorts the
+  inputs of an add_n by name, which would hide a sum whose order the
+  library got wrong (its terms reversed at random, runs still agreed);
+- one intra-op thread a kernel and no oneDNN kernels (TF 2.x), whose
+  results are bit-exact only for a fixed split of their work; with them on,
+  the suite saw two seeded runs differ in the last bit of a few elements,
+  about once in a few hundred runs on a loaded machine.
+Several inter-op threads keep the ops themselves running in varying orders.
 """
 
 import json
@@ -107,8 +110,8 @@ CASES.append(('staged_ps_without_batch_norm', 'staged_ps', False))
 
 
 def _child_main(out_path):
-  """Trains every case twice for both variable kinds, one thread a kernel;
-  writes {kind: {case: None or the first difference}}."""
+  """Trains every case twice for both variable kinds, the graphs as built
+  and one thread a kernel; writes {kind: {case: None or the first difference}}."""
   from variable_mgr import interface  # pylint: disable=g-import-not-at-top
   original = interface.BenchmarkCnnLike.session_config
 
@@ -116,6 +119,7 @@ def _child_main(out_path):
     config = original(self)
     config.intra_op_parallelism_threads = 1
     config.inter_op_parallelism_threads = INTER_OP_THREADS
+    config.graph_options.rewrite_options.disable_meta_optimizer = True
     return config
 
   interface.BenchmarkCnnLike.session_config = session_config
@@ -138,9 +142,10 @@ def _child_main(out_path):
 @pytest.fixture(scope='module')
 def outcomes(tmp_path_factory):
   out = str(tmp_path_factory.mktemp('determinism') / 'outcomes.json')
+  env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS='0')
   proc = subprocess.run([sys.executable, os.path.abspath(__file__), out],
                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                        timeout=CHILD_TIMEOUT, check=False)
+                        env=env, timeout=CHILD_TIMEOUT, check=False)
   assert proc.returncode == 0, proc.stdout.decode(errors='replace')[-4000:]
   with open(out) as f:
     return json.load(f)
