@@ -96,7 +96,8 @@ LossScaleParams = collections.namedtuple(
     'LossScaleParams', 'enable_auto_loss_scale loss_scale '
     'loss_scale_normal_steps inc_loss_scale_every_n is_chief')
 
-X = np.array([[1.0, 2.0], [3.0, -1.0]], np.float32)  # Tower d's input: X[d].
+X = np.array([[1.0, 2.0], [3.0, -1.0], [-0.5, 1.5]],
+             np.float32)  # Tower d's input: X[d].
 W0 = np.array([[0.5], [-0.25]], np.float32)
 RATE = 0.1
 

@@ -232,6 +232,25 @@ def test_auto_loss_scale_skips_a_step_with_inf(scale_gradient, applied,
     assert (scale, normal) == (4.0, 0)
 
 
+@pytest.mark.parametrize('towers', [1, 3])
+def test_auto_loss_scale_counts_each_step_once(towers, master_control_flow):
+  """Master counts a finite step in every apply device's call; here once a
+  step, whatever the apply devices' number. The scale doubles when a step
+  finds inc_loss_scale_every_n (2) steps counted: after 3 finite steps
+  from 8, normal steps 1, 2, then 0 with the scale at 16."""
+  del master_control_flow
+  with tf.Graph().as_default():
+    bench = master_host.MasterBench(num_gpus=towers,
+                                    enable_auto_loss_scale=True)
+    mgr = master_host.replicated(bench)
+    w, (scale, normal), flag = master_host.one_step(
+        bench, mgr, loss_scale=8.0, steps=3)
+  assert not flag
+  np.testing.assert_allclose(w, _expected_w('sum', towers, steps=3),
+                             rtol=1e-6)
+  assert (scale, normal) == (16.0, 0)
+
+
 @pytest.mark.parametrize('consistency', ['strong', 'relaxed'])
 @pytest.mark.parametrize('repacking', [0, 2])
 def test_master_form_hands_each_device_a_list_of_its_sums(consistency,
