@@ -11,6 +11,8 @@ import subprocess
 import sys
 import types
 
+import pytest
+
 from variable_mgr import cuda_probe
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -87,3 +89,21 @@ def test_in_this_process_stderr_is_fd_2_again_and_no_descriptor_stays_open(
                                     'I0000 another line of the probe\n'
                                     'written after it\n')
   assert open_after == open_before
+
+
+@pytest.mark.parametrize('platform,cuda_build,driver,expected', [
+    ('linux', True, False, True),
+    ('linux', False, False, False),   # a CPU build probes no CUDA
+    ('linux', True, True, False),     # a driver: cuInit may succeed
+    ('darwin', True, False, False),
+])
+def test_without_driver_needs_linux_a_cuda_build_and_no_driver(
+    monkeypatch, tmp_path, platform, cuda_build, driver, expected):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  driver_file = tmp_path / 'version'
+  if driver:
+    driver_file.write_text('NVRM version: 0\n')
+  monkeypatch.setattr(sys, 'platform', platform)
+  monkeypatch.setattr(tf.test, 'is_built_with_cuda', lambda: cuda_build)
+  monkeypatch.setattr(cuda_probe, 'NVIDIA_DRIVER_FILE', str(driver_file))
+  assert bool(cuda_probe.without_driver()) is expected
