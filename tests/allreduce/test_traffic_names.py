@@ -2,7 +2,8 @@
 only a fed tensor's `_Arg` node is renamed (`_arg_x_0_1` is `x:0`); any
 other node keeps its own name, even one that looks like an argument's.
 Without the graph, a constant's send is sized by its value and another
-node's by its `_output_shapes`."""
+node's by its `_output_shapes`; a send by its data input, not a control
+input."""
 
 import numpy as np
 import pytest
@@ -73,3 +74,16 @@ def test_another_node_without_the_graph_is_sized_by_its_output_shapes():
                      match=r"send 'send' transfers 'source', whose shape is "
                            r'unknown \(None\)'):
     traffic.count_traffic([_partition('Identity', value_shape=[3, 4])])
+
+
+def test_a_send_is_sized_by_its_data_input_not_by_a_control_input():
+  # A NodeDef lists control inputs ("^name") after the data inputs; a send
+  # that waits for a larger node still transfers only its data input.
+  partition = _partition('Const', value_shape=[3, 4])
+  other = partition.node.add(name='other', op='Const')
+  other.attr['value'].tensor.CopyFrom(tf.make_tensor_proto(
+      np.zeros([100], np.float32)))
+  send = [n for n in partition.node if n.name == 'send'][0]
+  send.input.append('^other')
+  counts = traffic.count_traffic([partition])
+  assert counts['/cpu:0'] == traffic.DeviceTraffic(48, 0, 1, 0)
