@@ -301,6 +301,27 @@ def test_a_lone_synchronous_worker_writes_whatever_its_task_index():
   assert len(_scale_writes(run)) == 2
 
 
+@pytest.mark.parametrize('sync,workers,meet', [
+    (True, 2, True), (False, 2, False), (True, 1, False)],
+    ids=['sync-2-workers', 'async-2-workers', 'sync-1-worker'])
+def test_workers_meet_after_reads_only_in_synchronous_steps_of_several(
+    sync, workers, meet):
+  """What a harness reads to leave out its own barrier before the updates:
+  true only where the finite flags' exchange waits for every worker's
+  reads, in synchronous steps of several workers; an asynchronous worker
+  updates without waiting for the others' reads, and a lone worker has
+  no other to meet."""
+  spec = {'ps': ['127.0.0.1:1'],
+          'worker': ['127.0.0.1:%d' % (2 + k) for k in range(workers)]}
+  host = variable_mgr.ClusterBenchmarkCnn(spec, 0, TOWERS,
+                                          cross_replica_sync=sync)
+  run = in_process.Run('ps_cpu', TOWERS, dtype=tf.float16, host=host,
+                       model=matrix_model.GatherModel(),
+                       variable_update='parameter_server',
+                       **dynamic_options(EVERY_N))
+  assert run.mgr.workers_meet_after_reads is meet
+
+
 class _Host(object):
   """A cluster worker's host with only the attributes given."""
 
