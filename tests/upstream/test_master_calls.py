@@ -211,18 +211,24 @@ def master_control_flow():
     tf1.enable_control_flow_v2()
 
 
+def _auto_scale_steps(steps, scale_gradient=1.0, **bench_args):
+  """`steps` of master's replicated with an automatic loss scale from 8."""
+  with tf.Graph().as_default():
+    bench = master_host.MasterBench(enable_auto_loss_scale=True,
+                                    **bench_args)
+    mgr = master_host.replicated(bench)
+    return master_host.one_step(bench, mgr, scale_gradient=scale_gradient,
+                                loss_scale=8.0, steps=steps)
+
+
 @pytest.mark.parametrize('scale_gradient,applied', [(1.0, True),
                                                     (np.inf, False)])
 @pytest.mark.parametrize('resource', [False, True], ids=['ref', 'resource'])
 def test_auto_loss_scale_skips_a_step_with_inf(scale_gradient, applied,
                                                resource, master_control_flow):
   del master_control_flow
-  with tf.Graph().as_default():
-    bench = master_host.MasterBench(enable_auto_loss_scale=True,
-                                    use_resource_vars=resource)
-    mgr = master_host.replicated(bench)
-    w, (scale, normal), flag = master_host.one_step(
-        bench, mgr, scale_gradient=scale_gradient, loss_scale=8.0)
+  w, (scale, normal), flag = _auto_scale_steps(
+      1, scale_gradient=scale_gradient, use_resource_vars=resource)
   assert bool(flag) is not applied
   if applied:
     np.testing.assert_allclose(w, _expected_w('sum'), rtol=1e-6)
@@ -239,12 +245,7 @@ def test_auto_loss_scale_counts_each_step_once(towers, master_control_flow):
   finds inc_loss_scale_every_n (2) steps counted: after 3 finite steps
   from 8, normal steps 1, 2, then 0 with the scale at 16."""
   del master_control_flow
-  with tf.Graph().as_default():
-    bench = master_host.MasterBench(num_gpus=towers,
-                                    enable_auto_loss_scale=True)
-    mgr = master_host.replicated(bench)
-    w, (scale, normal), flag = master_host.one_step(
-        bench, mgr, loss_scale=8.0, steps=3)
+  w, (scale, normal), flag = _auto_scale_steps(3, num_gpus=towers)
   assert not flag
   np.testing.assert_allclose(w, _expected_w('sum', towers, steps=3),
                              rtol=1e-6)
