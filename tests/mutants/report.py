@@ -96,6 +96,11 @@ def _score(counts):
   return '%.0f%%' % (100.0 * counts['killed'] / denominator)
 
 
+def _minutes(seconds):
+  minutes = int(round(seconds / 60.0))
+  return '%d minute%s' % (minutes, '' if minutes == 1 else 's')
+
+
 def build_section(population, meta, rows, equivalents):
   by_module = {}
   survivors = []
@@ -141,10 +146,10 @@ def build_section(population, meta, rows, equivalents):
   lines.append('```')
   lines.append('')
   lines.append('at commit %s (started %s): %d of %d sampled mutants run in '
-               '%.0f minutes, %.0f s a mutant, on 2 shared cores%s; '
+               '%s, %.0f s a mutant, on 2 shared cores%s; '
                'stratified by module, seed %d. Goal: %d%%.'
                % (meta['commit'][:10], meta.get('started', '?'), ran,
-                  total['sampled'], meta['seconds'] / 60.0,
+                  total['sampled'], _minutes(meta['seconds']),
                   meta['seconds'] / max(ran, 1),
                   ' (%d mutants at once)' % workers if workers > 1 else '',
                   meta['seed'],
@@ -159,10 +164,10 @@ def build_section(population, meta, rows, equivalents):
   for rerun in meta.get('reruns', ()):
     lines.append('')
     lines.append('The %d survivors run again with the tests of commit %s '
-                 '(the package unchanged; %.0f minutes): `run_population.py '
+                 '(the package unchanged; %s): `run_population.py '
                  '%s --rerun-survivors --timeout %d`. Now:'
                  % (rerun['survivors'], rerun['commit'][:10],
-                    rerun.get('seconds', 0) / 60.0, population,
+                    _minutes(rerun.get('seconds', 0)), population,
                     rerun.get('timeout', meta['timeout'])))
     lines.append('')
     for name in rerun.get('names', ()):
