@@ -213,3 +213,22 @@ def test_each_copy_of_the_variables_holds_the_weights_and_their_slots():
       got = variables(optimizer, strategy, towers).variables
       assert got == params * (copies * (1 + slots) + 3), (
           optimizer, strategy, towers)
+
+
+def test_largest_batch_is_the_largest_that_fits_down_to_one_image():
+  """The search against a scan of every batch: rooms that fit exactly 1,
+  a middle batch, the whole batch, and none."""
+  config = _upstream_8_gpu_line()._replace(batch_size=16)
+  runtime = 600 * 10**6
+
+  def need(batch):
+    return memory_estimate.estimate(config._replace(batch_size=batch), 8,
+                                    runtime).total - runtime
+
+  def scan(room):
+    return max([b for b in range(1, 17) if need(b) <= room] or [0])
+
+  for room in (need(1), need(7), need(16), need(1) - 1):
+    assert memory_estimate.largest_batch(config, 8, runtime, room) == \
+        scan(room), room
+  assert scan(need(1)) == 1 and scan(need(1) - 1) == 0
