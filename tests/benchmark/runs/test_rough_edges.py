@@ -405,6 +405,31 @@ def _traffic_line(capsys, towers, extra, tmp_path):
     return lines[0], json.load(f)['traffic']
 
 
+def test_traffic_prints_every_devices_bytes_as_it_records_them(tmp_path,
+                                                              capsys):
+  path = str(tmp_path / 'out.json')
+  assert cli.main(TINY[:2] + ['--num_gpus', '2'] + TINY[4:] + [
+      '--variable_update', 'replicated', '--measure_traffic', '--output',
+      path]) == 0
+  out = capsys.readouterr().out.splitlines()
+  start = out.index('Traffic of one step (bytes sent / received per device, '
+                    'counted from the sends between devices):')
+  rows = []
+  for line in out[start + 1:]:
+    if not line.startswith('  '):
+      break
+    device, counts = line.strip().split('\t')
+    sent, received = counts.split(' / ')
+    rows.append((device, int(sent), int(received)))
+  with open(path) as f:
+    per_device = json.load(f)['traffic']['per_device']
+  assert rows == [(d, per_device[d]['sent_bytes'],
+                   per_device[d]['received_bytes'])
+                  for d in sorted(per_device)]
+  # Two towers of one process: both CPU devices send and receive.
+  assert len(rows) == 2 and all(r[1] > 0 and r[2] > 0 for r in rows)
+
+
 def test_one_tower_traffic_says_why_there_is_no_ratio(tmp_path, capsys):
   line, traffic = _traffic_line(capsys, 1, [], tmp_path)
   assert 'nan' not in line
