@@ -168,6 +168,24 @@ def test_gpu_towers_without_a_gpu(argv, capsys):
   assert _refused(capsys, argv) == NO_GPU
 
 
+@pytest.mark.skipif(bool(tf.config.experimental.list_physical_devices('GPU')),
+                    reason='this machine has GPUs: --device=gpu would run')
+def test_a_cluster_worker_refuses_gpu_towers_without_a_gpu(monkeypatch,
+                                                            capsys):
+  """One worker task started by hand (no launcher to check first) refuses
+  before its server starts or its graph is built."""
+  from variable_mgr.benchmark.cluster import worker_task  # pylint: disable=g-import-not-at-top
+
+  def built(*unused_args, **unused_kwargs):
+    raise AssertionError('the worker started')
+  monkeypatch.setattr(worker_task, 'run_worker', built)
+  assert _refused(capsys, [
+      '--device=gpu', '--job_name', 'worker', '--task_index', '0',
+      '--ps_hosts', '127.0.0.1:1', '--worker_hosts', '127.0.0.1:2',
+      '--variable_update', 'parameter_server'],
+                  main=distributed.main) == NO_GPU
+
+
 def test_more_gpu_towers_than_gpus():
   with pytest.raises(run_config.DeviceUnavailableError) as e:
     run_config.check_devices('gpu', 4, count=1)
