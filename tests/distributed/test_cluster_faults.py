@@ -125,6 +125,22 @@ def test_asynchronous_parameter_server_learns(launch, tmp_path):
   assert 'asynchronous' in cluster.output
 
 
+def test_one_asynchronous_worker_runs_every_batch(launch, tmp_path):
+  """A fresh asynchronous run counts --num_batches from global step 0: one
+  worker, whose steps are the global step's only updates, takes them all
+  (a first step counted as restored would drop one)."""
+  output = str(tmp_path / 'one.json')
+  cluster = launch(clusterlib.BASE_FLAGS + [
+      '--variable_update', 'parameter_server', '--cross_replica_sync=false',
+      '--num_ps', '1', '--num_workers', '1', '--num_batches', '3',
+      '--op_timeout_secs', '30', '--output', output])
+  assert cluster.finish() == 0, cluster.output
+  clusterlib.assert_all_gone(cluster)
+  with open(output) as f:
+    (worker,) = json.load(f)['workers']
+  assert (len(worker['losses']), worker['global_step']) == (3, 3)
+
+
 def _signal_the_launcher(launch, strategy, num_workers, sig):
   """Sends `sig` to the launcher mid-run; returns the cluster and the
   launcher's exit status, once every task is gone."""
