@@ -64,3 +64,27 @@ def test_an_unshaped_network_has_no_tbf(monkeypatch):
   assert commands[-len(_host_commands(network.switch, 0,
                                       network.hosts[0].namespace, None)):] == (
       _host_commands(network.switch, 0, network.hosts[0].namespace, None))
+
+
+def test_removal_goes_past_namespaces_already_gone(monkeypatch):
+  """remove() never raises: with every namespace already gone (each `ip`
+  command fails, as `netns.run` reports a failure), it still tries each
+  namespace's processes and deletion, last made first."""
+  commands = _recorded(monkeypatch)
+  network = netns.Network(2, None)
+  network.create()
+  hosts = [h.namespace for h in network.hosts]
+  del commands[:]
+
+  def gone(argv, check=True):
+    commands.append(' '.join(argv))
+    if check:
+      raise netns.NetworkSetupError('`%s` failed (exit status 1): Cannot '
+                                    'open network namespace' % argv[-1])
+    return ''
+
+  monkeypatch.setattr(netns, 'run', gone)
+  network.remove()
+  assert commands == [
+      c % n for n in hosts[::-1] + [network.switch]
+      for c in ('ip netns pids %s', 'ip netns delete %s')]
