@@ -146,14 +146,21 @@ def test_a_path_under_a_file_is_not_a_directory_to_make(tmp_path):
           path, a_file))
 
 
+def _open_descriptors():
+  return sorted(os.listdir('/proc/self/fd'))
+
+
 def test_writable_paths_are_left_as_they_were(tmp_path):
   out = tmp_path / 'out.json'
   out.write_text('old')
+  before = _open_descriptors()
   args = command_line.parse_args(['--train_dir=%s' % (tmp_path / 'train'),
                            '--output=%s' % out], environ={})
   assert args.train_dir == str(tmp_path / 'train')
   assert sorted(os.listdir(str(tmp_path))) == ['out.json']
   assert out.read_text() == 'old'
+  # The files tried were closed, as well as removed.
+  assert _open_descriptors() == before
 
 
 # -- absl: fresh flag values, --flagfile, --help ----------------------------
