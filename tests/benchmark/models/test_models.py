@@ -495,3 +495,65 @@ def test_cifar10_alexnet_is_the_tutorial_net():
   assert sum(int(np.prod(s)) for s in shapes) == 1756426
   assert len(lrn) == 2
   assert logits.shape.as_list() == [2, 10]
+
+
+def test_cifar10_alexnet_normalises_as_upstream():
+  """AlexnetCifar10Model's two LRNs: cnn.lrn(depth_radius=4, bias=1.0,
+  alpha=0.001 / 9.0, beta=0.75) in upstream's models/alexnet_model.py."""
+  model = catalog.get_model('alexnet', 'cifar10')
+  graph = tf.Graph()
+  with graph.as_default():
+    model.build(tf.zeros([2, 32, 32, 3]), tf.zeros([2], tf.int32))
+    lrn = [op for op in graph.get_operations() if op.type == 'LRN']
+  assert [(op.get_attr('depth_radius'), op.get_attr('bias'),
+           op.get_attr('alpha'), op.get_attr('beta')) for op in lrn] == [
+               (4, 1.0, np.float32(0.001 / 9.0), 0.75)] * 2
+
+
+# The variance of a normal cut at two deviations, in units of its own
+# variance: 1 - 4 phi(2) / (Phi(2) - Phi(-2)).
+_CUT_AT_TWO = 1.0 - 4 * np.exp(-2.0) / np.sqrt(2 * np.pi) / 0.9544997361
+
+
+def _kernel_variances(build):
+  """{kernel name: its initial elements' variance x its fan-in}."""
+  graph = tf.Graph()
+  with graph.as_default():
+    tf.set_random_seed(1)
+    build(tf.zeros([1, 8, 8, 256]))
+    kernels = [v for v in tf.global_variables()
+               if v.op.name.endswith(('kernel', 'weights'))]
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      values = sess.run(kernels)
+  return dict((v.op.name, np.var(x.astype(np.float64)) *
+               np.prod(x.shape[:-1]))
+              for v, x in zip(kernels, values))
+
+
+def test_kernels_start_at_the_variance_of_their_initialiser():
+  """Convolutions start He-scaled, dense layers of tf.compat.v1.layers at
+  1 / fan-in (variance_scaling, which widens its cut normal to that
+  variance); Layers draws from a normal of deviation sqrt(2 / fan-in) cut
+  at two deviations, so at 2 x 0.774 / fan-in. (tf_cnn_benchmarks starts
+  its convolutions at 1 / fan-in: docs/tf-cnn-benchmarks.md.)"""
+
+  def standard(x):
+    nets = blocks.StandardLayers(blocks.Layers(True))
+    y = nets.conv(x, 256, 3, name='conv')
+    y = nets.conv_bn(y, 256, 3, name='conv_bn')
+    nets.fc(y, 16, name='fc')
+
+  def layers(x):
+    nets = blocks.Layers(True)
+    nets.fc(nets.conv(x, 256, 3, name='conv'), 16, name='fc')
+
+  got = _kernel_variances(standard)
+  assert sorted(got) == ['conv/kernel', 'conv_bn/conv/kernel', 'fc/kernel']
+  np.testing.assert_allclose(
+      [got['conv/kernel'], got['conv_bn/conv/kernel'], got['fc/kernel']],
+      [2.0, 2.0, 1.0], rtol=0.03)
+  got = _kernel_variances(layers)
+  assert sorted(got) == ['conv/weights', 'fc/weights']
+  np.testing.assert_allclose([got['conv/weights'], got['fc/weights']],
+                             [2.0 * _CUT_AT_TWO] * 2, rtol=0.03)
