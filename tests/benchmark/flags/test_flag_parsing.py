@@ -125,6 +125,16 @@ def test_an_output_path_root_cannot_write_is_refused_before_the_run(
   assert captured.out == '' and len(captured.err.splitlines()) == 1
 
 
+@pytest.mark.parametrize('flag', ['--output', '--trace_file'])
+def test_an_existing_file_root_cannot_write_is_refused_as_a_file(flag):
+  # /proc/version takes no write, even root's; its directory takes no file
+  # either, which is not what the refusal must name.
+  message = _refused(TINY + ['%s=/proc/version' % flag])
+  assert message.startswith(
+      '%s=/proc/version: the file is not writable (' % flag), message
+  assert message.endswith('); choose another path or make it writable')
+
+
 @pytest.mark.parametrize('flag', ['--train_dir', '--summary_dir', '--output',
                                   '--trace_file'])
 def test_a_path_under_a_device_is_not_a_directory_to_make(flag):
