@@ -100,6 +100,12 @@ def test_the_default_device_falls_back_to_the_cpu_and_says_so():
   output.print_header(config._replace(device_fallback=False).resolved(),
                       _Host(['/cpu:0']), lines.append)
   assert "Devices:     ['/cpu:0']" in lines
+  # A configuration made in Python names its device: no fallback said.
+  lines = []
+  output.print_header(run_config.BenchmarkConfig(model='trivial',
+                                                 num_gpus=1).resolved(),
+                      _Host(['/cpu:0']), lines.append)
+  assert "Devices:     ['/cpu:0']" in lines
 
 
 class _Host(object):
