@@ -44,6 +44,30 @@ def test_lenet_pools_as_upstream_s_mpool_2_2():
       [14, 14], [7, 7]]
 
 
+@pytest.mark.filterwarnings('ignore:`tf.layers.')
+def test_googlenet_pools_as_upstream():
+  """upstream's googlenet_model: mpool(3, 3, 2, 2, SAME) after conv1, after
+  conv2, after inception 3b and after 4e; each inception module's branch an
+  mpool(3, 3, 1, 1, SAME); apool(7, 7, 1, 1, VALID) at the end: 224 ->
+  112 -> 56 -> 28 -> 14 -> 7 -> 1."""
+  graph, _ = _build('googlenet', batch=1)
+  pools = [op for op in graph.get_operations()
+           if op.type in ('MaxPool', 'AvgPool')]
+  got = [(op.type, list(op.get_attr('ksize')), list(op.get_attr('strides')),
+          op.get_attr('padding').decode(), op.outputs[0].shape.as_list()[1])
+         for op in pools]
+
+  def pool(kind, size, stride, padding, out):
+    return (kind, [1, size, size, 1], [1, stride, stride, 1], padding, out)
+
+  branch = lambda out: pool('MaxPool', 3, 1, 'SAME', out)
+  assert got == ([pool('MaxPool', 3, 2, 'SAME', 56),
+                  pool('MaxPool', 3, 2, 'SAME', 28)] + [branch(28)] * 2 +
+                 [pool('MaxPool', 3, 2, 'SAME', 14)] + [branch(14)] * 5 +
+                 [pool('MaxPool', 3, 2, 'SAME', 7)] + [branch(7)] * 2 +
+                 [pool('AvgPool', 7, 1, 'VALID', 1)])
+
+
 @pytest.mark.parametrize('name', sorted(EXPECTED))
 def test_model_sizes(name):
   graph, loss = _build(name)
