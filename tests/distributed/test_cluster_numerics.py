@@ -9,6 +9,8 @@ The test writes the initial checkpoint; the chief restores it.
 """
 
 import json
+import re
+import time
 
 import pytest
 
@@ -79,3 +81,28 @@ def test_parameter_server_on_two_ps_matches_numpy_and_resumes(launch,
   assert step == 2 * STEPS
   clusterlib.assert_close(values, clusterlib.reference(after_first, 2, STEPS))
   clusterlib.assert_close(values, clusterlib.reference(initial, 2, 2 * STEPS))
+
+
+def test_a_workers_images_per_sec_is_its_loops(launch, tmp_path):
+  """total images/sec is the timed batches' images over the loop's time,
+  which holds every timed step: at most what the last step line says (its
+  mean, the images over the steps' own time) and at least the images over
+  the whole cluster's time. A thousand steps of a few ms each keep the
+  loop well past one second, so that a time taken as a quotient of two
+  clock readings (1.0) would be seen."""
+  output = str(tmp_path / 'loop.json')
+  steps = 1000
+  start = time.time()
+  cluster = launch(clusterlib.BASE_FLAGS + [
+      '--variable_update', 'parameter_server', '--num_ps', '1',
+      '--num_workers', '1', '--num_batches', str(steps),
+      '--op_timeout_secs', '30', '--output', output])
+  assert cluster.finish() == 0, cluster.output
+  wall = time.time() - start
+  with open(output) as f:
+    (worker,) = json.load(f)['workers']
+  images = clusterlib.BATCH * clusterlib.TOWERS * steps
+  (line,) = [l for l in cluster.lines
+             if l.startswith('[worker:0] %d\timages/sec: ' % steps)]
+  steps_mean = float(re.search(r'images/sec: ([0-9.]+) ', line).group(1))
+  assert images / wall <= worker['images_per_sec'] <= steps_mean + 0.05
