@@ -125,6 +125,17 @@ def test_an_output_path_root_cannot_write_is_refused_before_the_run(
   assert captured.out == '' and len(captured.err.splitlines()) == 1
 
 
+def test_an_unknown_flag_takes_its_value_with_it_and_no_flag_after_it():
+  unknown = ('--frobnicate: not a flag of this benchmark, nor of '
+             'tf_cnn_benchmarks; --help lists the flags')
+  # Its value is its own (most likely), not an argument of the command.
+  assert _refused(['--frobnicate', '3']) == unknown
+  # A flag after it is read as a flag, and its own refusal said too.
+  message = _refused(['--frobnicate', '--num_gpus=0'])
+  assert message.startswith('2 flags refused: (1) %s (2) --num_gpus=0: '
+                            % unknown), message
+
+
 @pytest.mark.parametrize('flag', ['--output', '--trace_file'])
 def test_an_existing_file_root_cannot_write_is_refused_as_a_file(flag):
   # /proc/version takes no write, even root's; its directory takes no file
