@@ -3,6 +3,7 @@ models built on tf.compat.v1.layers: their published sizes and outputs;
 each data set's table against tf_cnn_benchmarks' model_config."""
 
 import functools
+import re
 
 import numpy as np
 import pytest
@@ -254,10 +255,18 @@ def test_layers_model_sizes_and_logits(name):
 def test_resnet152_is_resnet101_with_more_blocks():
   """resnet152 (not built here: 467 variables cost a graph ~15 s) is the
   builder of resnet101 with (3, 8, 36, 3) blocks instead of (3, 4, 23, 3):
-  4 more identity blocks of stage 2 and 13 of stage 3."""
+  4 more identity blocks of stage 2 and 13 of stage 3. The first block of
+  stages 2 to 4 halves the image, as upstream's: 56, 28, 14, 7."""
   graph, _, _ = _build_logits('resnet101')
   with graph.as_default():
     trainable = tf.trainable_variables()
+  sizes = {}
+  for op in graph.get_operations():
+    where = re.search(r'stage(\d)_block(\d+)/', op.name)
+    if op.type == 'Conv2D' and where and where.group(2) != '1':
+      sizes.setdefault(int(where.group(1)), set()).add(
+          op.outputs[0].shape.as_list()[1])
+  assert sizes == {1: {56}, 2: {28}, 3: {14}, 4: {7}}
 
   def block(stage):
     prefix = 'stage%d_block2/' % stage
