@@ -32,7 +32,10 @@ def run_main(argv, tmp_path, name='out.json'):
   output = str(tmp_path / name)
   assert cli.main(list(argv) + ['--output', output]) == 0
   with open(output) as f:
-    return json.load(f)
+    text = f.read()
+  # A text file: its last line ends as every other does.
+  assert text.endswith('}\n') and not text.endswith('\n\n'), text[-20:]
+  return json.loads(text)
 
 
 def test_flag_names_match_the_library():
