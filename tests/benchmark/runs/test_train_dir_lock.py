@@ -3,6 +3,7 @@ run is refused before its graph is built, a lock whose process is gone is
 taken over and said so."""
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -77,14 +78,19 @@ def test_a_lock_whose_process_is_gone_is_taken_over(tmp_path):
   assert not os.path.exists(path)
 
 
-def test_a_lock_of_another_host_is_refused(tmp_path):
+@pytest.mark.parametrize('order', ['before', 'after'])
+def test_a_lock_of_another_host_is_refused(tmp_path, order):
+  """Any other host's name, whether it sorts before this host's or after."""
+  this_host = socket.gethostname()
+  host = '-' + this_host if order == 'before' else this_host + '.elsewhere'
+  assert (host < this_host) == (order == 'before')
   train_dir = tmp_path / 'train'
   train_dir.mkdir()
   (train_dir / train_dir_lock.LOCK_NAME).write_text(
-      'host elsewhere.example pid 12 since 2026-01-01 00:00:00 UTC\n')
+      'host %s pid 12 since 2026-01-01 00:00:00 UTC\n' % host)
   with pytest.raises(train_dir_lock.TrainDirBusyError,
-                     match='names a run on another host .host elsewhere'
-                     '.example pid 12.*if that run is over, remove'):
+                     match='names a run on another host .host %s pid 12.*if '
+                     'that run is over, remove' % re.escape(host)):
     train_dir_lock.acquire(str(train_dir))
 
 
