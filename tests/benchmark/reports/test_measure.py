@@ -26,6 +26,19 @@ def test_rounds_rotate_the_order_and_time_every_candidate():
                    'a', 'a', 'b', 'b', 'c', 'c']
 
 
+def test_a_step_time_is_the_mean_of_the_steps_wall_time(monkeypatch):
+  """On a clock of the test's own, that starts far from zero as
+  perf_counter's may: step k takes k tenths of a second."""
+  clock = [5000.0]
+  monkeypatch.setattr(measure.time, 'perf_counter', lambda: clock[0])
+  taken = iter([0.1, 0.2, 0.3, 0.4])
+
+  def step():
+    clock[0] += next(taken)
+
+  assert measure.time_steps(step, 4) == pytest.approx(0.25, rel=1e-9)
+
+
 def test_rounds_refuse_zero_rounds_or_steps():
   with pytest.raises(ValueError, match='rounds=0'):
     measure.interleaved_rounds({'a': lambda: None}, rounds=0, steps=1)
