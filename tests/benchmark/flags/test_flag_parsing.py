@@ -187,6 +187,14 @@ def test_writable_paths_are_left_as_they_were(tmp_path):
 # -- absl: fresh flag values, --flagfile, --help ----------------------------
 
 
+def test_without_argv_the_command_line_is_read(monkeypatch):
+  monkeypatch.setattr(sys, 'argv', ['variable_mgr_benchmark', '--num_gpus=3',
+                                    '--nostaged_vars'])
+  args = command_line.parse_args(environ={})
+  assert (args.num_gpus, args.staged_vars) == (3, False)
+  assert sorted(args.typed_names) == ['num_gpus', 'staged_vars']
+
+
 def test_every_parse_has_fresh_flag_values():
   assert command_line.parse_args(['--num_gpus=2', '--nostaged_vars'],
                           environ={}).num_gpus == 2
