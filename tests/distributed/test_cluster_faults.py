@@ -104,18 +104,24 @@ def test_killed_ps_is_named_by_every_survivor(launch):
   _kill_mid_run(launch, 'ps:0')
 
 
-def test_asynchronous_parameter_server_learns(launch, tmp_path):
+def _asynchronous_run(launch, tmp_path, num_workers, num_batches):
+  """(the results, the cluster) of a finished asynchronous
+  parameter_server run on one PS task."""
   output = str(tmp_path / 'async.json')
   cluster = launch(clusterlib.BASE_FLAGS + [
       '--variable_update', 'parameter_server', '--cross_replica_sync=false',
-      '--num_ps', '1', '--num_workers', '2', '--num_batches', '30',
-      '--op_timeout_secs', '30', '--output', output])
+      '--num_ps', '1', '--num_workers', str(num_workers), '--num_batches',
+      str(num_batches), '--op_timeout_secs', '30', '--output', output])
   assert cluster.finish() == 0, cluster.output
   clusterlib.assert_all_gone(cluster)
   assert ('launcher: Wrote the results (JSON) to %s' % output
           in cluster.output)
   with open(output) as f:
-    summary = json.load(f)
+    return json.load(f), cluster
+
+
+def test_asynchronous_parameter_server_learns(launch, tmp_path):
+  summary, cluster = _asynchronous_run(launch, tmp_path, 2, 30)
   for worker in summary['workers']:
     losses = worker['losses']
     assert len(losses) == 30
@@ -129,15 +135,8 @@ def test_one_asynchronous_worker_runs_every_batch(launch, tmp_path):
   """A fresh asynchronous run counts --num_batches from global step 0: one
   worker, whose steps are the global step's only updates, takes them all
   (a first step counted as restored would drop one)."""
-  output = str(tmp_path / 'one.json')
-  cluster = launch(clusterlib.BASE_FLAGS + [
-      '--variable_update', 'parameter_server', '--cross_replica_sync=false',
-      '--num_ps', '1', '--num_workers', '1', '--num_batches', '3',
-      '--op_timeout_secs', '30', '--output', output])
-  assert cluster.finish() == 0, cluster.output
-  clusterlib.assert_all_gone(cluster)
-  with open(output) as f:
-    (worker,) = json.load(f)['workers']
+  summary, _ = _asynchronous_run(launch, tmp_path, 1, 3)
+  (worker,) = summary['workers']
   assert (len(worker['losses']), worker['global_step']) == (3, 3)
 
 
