@@ -3,6 +3,7 @@ models built on tf.compat.v1.layers: their published sizes and outputs;
 each data set's table against tf_cnn_benchmarks' model_config."""
 
 import functools
+import math
 import re
 
 import numpy as np
@@ -555,8 +556,10 @@ def test_cifar10_alexnet_normalises_as_upstream():
 
 
 # The variance of a normal cut at two deviations, in units of its own
-# variance: 1 - 4 phi(2) / (Phi(2) - Phi(-2)).
-_CUT_AT_TWO = 1.0 - 4 * np.exp(-2.0) / np.sqrt(2 * np.pi) / 0.9544997361
+# variance: 1 - 4 phi(2) / (Phi(2) - Phi(-2)), where Phi(2) - Phi(-2) is
+# erf(2 / sqrt(2)).
+_CUT_AT_TWO = 1.0 - 4 * np.exp(-2.0) / np.sqrt(2 * np.pi) / math.erf(
+    math.sqrt(2.0))
 
 
 def _kernel_variances(build):
