@@ -85,7 +85,13 @@ round 2):
   their default of one gradient a push, at the same rates, and each on
   unshaped links; each cell's step against max(c0, bound), which a step
   that hides its transfer behind the backward pass reaches, and against
-  c0 + bound, which one that hides none of it takes. `--subset balanced`
+  c0 + bound, which one that hides none of it takes, and, for the kinds
+  whose transfers start only once the loss is computed (the all-reduces,
+  the staged PS's pushes), against the floor of a step a run,
+  max(c0, f + bound): f is the forward pass, its share of the unshaped
+  cell's traced step (the last warm-up step) times c0; the transfer can
+  hide behind the backward pass only, and the next run's forward pass reads
+  this step's updates. `--subset balanced`
   runs these 76 cells alone; `--subset buckets` the bucket sizes and their
   strategies' defaults at the rate where the bound is about c0, and
   unshaped (32 cells; `--plan --subset NAME` estimates the time);

@@ -51,7 +51,12 @@ def cell_figures(t, cell, sizes):
   spreads are taken by the caller."""
   name = bound_name(cell.strategy)
   c0 = t.unshaped(cell)
-  found = dict(steps=[], bounds=[], over_c0=[], over_max=[], over_sum=[])
+  # The forward pass's share of the unshaped step, by round (plan.traced).
+  shares = {run['round']: run['forward_share']
+            for run in t.runs(cell._replace(rate=None))
+            if 'forward_share' in run}
+  found = dict(steps=[], bounds=[], over_c0=[], over_max=[], over_sum=[],
+               forward=[], over_floor=[])
   for run in t.runs(cell):
     if 'step_secs' not in run or not run.get('goodput'):
       continue
@@ -64,6 +69,10 @@ def cell_figures(t, cell, sizes):
       found['over_c0'].append(bound / c)
       found['over_max'].append(step / max(c, bound))
       found['over_sum'].append(step / (c + bound))
+      if run['round'] in shares:
+        f = shares[run['round']] * c
+        found['forward'].append(f)
+        found['over_floor'].append(step / max(c, f + bound))
   found['c0'] = list(c0.values())
   found['hosts'] = host_mb(t, cell)
   return found
@@ -93,8 +102,15 @@ def balanced_rows(t, sizes, workload=BALANCED_WORKLOAD):
           if f['bounds'] else 'not measured',
           x_spread(f['over_c0']), x_spread(f['over_max']),
           x_verdict(f['over_max'], GOAL), x_spread(f['over_sum']),
-          mb_text(f['hosts']['workers'], of)])
+          floor_text(f), mb_text(f['hosts']['workers'], of)])
   return rows
+
+
+def floor_text(f):
+  """The forward pass f and step / max(c0, f + bound), where traced."""
+  if not f['over_floor']:
+    return 'no floor (pulls precede the forward pass)'
+  return 'f %s: %s' % (ms_spread(f['forward']), x_spread(f['over_floor']))
 
 
 def balanced_lines(t, sizes, workload=BALANCED_WORKLOAD):
@@ -111,7 +127,13 @@ def balanced_lines(t, sizes, workload=BALANCED_WORKLOAD):
       'R for the synchronous PS and distributed_replicated); bound / c0: '
       'how balanced the cell is; step / max(c0, bound): 1.00x hides the '
       'transfer behind the compute, the goal is at most %.2fx; step / '
-      '(c0 + bound): 1.00x hides none of it; the workers\' links: MB a step '
+      '(c0 + bound): 1.00x hides none of it; the floor within a step: f, '
+      'the forward pass (its share of a traced unshaped step, the last '
+      'warm-up step, times c0), and step / max(c0, f + bound), where no '
+      'transfer can start before the loss (the all-reduces, the staged '
+      'PS\'s pushes) and the next step\'s forward pass waits for this '
+      'step\'s updates: 1.00x is the floor of a step a run; the workers\' '
+      'links: MB a step '
       'sent / received by the busiest worker, and their ratio to what a '
       'worker must carry (the ring\'s 2(W-1)/W x B = %.2f MB, or all of B '
       'pulled and pushed). Every ratio is taken within a round.' % (
@@ -120,10 +142,10 @@ def balanced_lines(t, sizes, workload=BALANCED_WORKLOAD):
   lines += markdown.table(
       ['cell', 'strategy', 'step', 'c0 (unshaped)', 'bound',
        'bound / c0', 'step / max(c0, bound)', 'goal (%.2fx)' % GOAL,
-       'step / (c0 + bound)',
+       'step / (c0 + bound)', 'within a step: f; step / max(c0, f + bound)',
        'workers\' links: MB a step sent / received (of what a worker '
        'carries)'],
-      balanced_rows(t, sizes, workload), 'llllllllll')
+      balanced_rows(t, sizes, workload), 'lllllllllll')
   return lines
 
 

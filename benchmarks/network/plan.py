@@ -285,6 +285,20 @@ def balanced_cells():
   return cells
 
 
+# The kinds whose transfers start only once the loss is computed (the
+# all-reduces, the staged PS's pushes): their unshaped cells of a balanced
+# family trace a step, to put the forward pass f beside c0 (balanced.py's
+# within-a-step floor, max(c0, f + bound)). The synchronous PS pulls before
+# its forward pass, so no such floor holds for it.
+FLOOR_KINDS = ('ring', 'staged_ps')
+
+
+def traced(cell):
+  """Whether `cell`'s run traces a step for its forward pass's share."""
+  return (cell.rate is None and cell.workload in FAMILIES and
+          cell.strategy not in TWINS and kind(cell.strategy) in FLOOR_KINDS)
+
+
 def quick_cells():
   cells = layout(MBIT, 'lenet', 2, 1, STRATEGIES)
   cells += layout(MBIT, 'lenet', 2, 1, TOWERED)

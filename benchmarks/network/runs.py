@@ -2,6 +2,7 @@
 fresh network with its link counters, and every round of a plan."""
 
 import collections
+import glob
 import json
 import os
 import re
@@ -34,6 +35,7 @@ from .plan import kind
 from .plan import round_order
 from .plan import task_count
 from .plan import towers
+from .plan import traced
 from .transfer import bounds
 from .transfer import estimate_cell_secs
 from .transfer import ps_loads
@@ -103,6 +105,9 @@ def run_cell(cell, steps, warmup, op_timeout, shapes_file, log):
   from variable_mgr.benchmark.cluster import netns  # pylint: disable=g-import-not-at-top
   command, flags = cell_flags(cell, steps, warmup, op_timeout)
   output_dir = tempfile.mkdtemp(prefix='variable_mgr_network_')
+  if traced(cell):
+    # The last warm-up step is traced (kept out of the timed steps).
+    flags += ['--trace_file', os.path.join(output_dir, 'trace.json')]
   lines = []
   marks = {}
   ends = collections.defaultdict(list)
@@ -160,6 +165,7 @@ def run_cell(cell, steps, warmup, op_timeout, shapes_file, log):
           failed.name, launcher.describe_status(failed.status),
           ' | '.join(tail)[-400:])}
     results = cluster.worker_results()
+    share = forward_share(output_dir) if traced(cell) else None
     if sampler is not None and 'start' in marks and 'end' in marks:
       sampler.stop()
       # Busy: above half the nominal rate (a tbf link's goodput is 0.96 of
@@ -185,9 +191,27 @@ def run_cell(cell, steps, warmup, op_timeout, shapes_file, log):
     run['busy'] = {str(i): list(v) for i, v in busy.items()}
   if kind(cell.strategy) == 'async_ps':
     run['step_ends'] = dict(ends)
+  if share is not None:
+    run['forward_share'] = share
   log('%s: %.0f ms a step (%.0f s)' % (
       describe(cell), 1000 * sum(step_secs) / len(step_secs), run['wall']))
   return run
+
+
+def forward_share(output_dir):
+  """The forward pass's share of a traced step (up to the loss, over the
+  step), the mean over the traces in `output_dir` (a worker's each, or the
+  controller's one), or None if none holds a loss."""
+  from benchmarks import trace_timeline  # pylint: disable=g-import-not-at-top
+  shares = []
+  for path in sorted(glob.glob(os.path.join(output_dir, 'trace*.json'))):
+    found = trace_timeline.events(path)
+    if not found:
+      continue
+    s = trace_timeline.summary(found)
+    if s['loss_end'] is not None and s['end'] > 0:
+      shares.append(s['loss_end'] / s['end'])
+  return sum(shares) / len(shares) if shares else None
 
 
 def images_a_step(cell):

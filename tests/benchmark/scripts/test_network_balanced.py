@@ -3,6 +3,7 @@ plan's cells and `--subset balanced`, resnet20's flags, and the section's
 figures from raw runs against the closed forms (no cluster is started)."""
 
 import importlib
+import json
 
 import numpy as np
 
@@ -177,8 +178,8 @@ def test_balanced_rows_from_raw_runs(plan):
       # PS 0, then the workers: each worker carries B = 1.0 MB.
       _run(coll, 0, 0.26, sent=[2000.0, 1.02e6, 1.01e6]),
       _run(coll, 1, 0.24, sent=[2000.0, 1.02e6, 1.01e6]),
-      _run(coll._replace(rate=None), 0, 0.16),
-      _run(coll._replace(rate=None), 1, 0.20),
+      dict(_run(coll._replace(rate=None), 0, 0.16), forward_share=0.25),
+      dict(_run(coll._replace(rate=None), 1, 0.20), forward_share=0.5),
       _run(sync, 0, 0.30, goodput=192e6, sent=[4e6, 2e6, 2e6]),
       _run(sync._replace(rate=None), 0, 0.18)]
   results = {'plan': [plan.key(c) for c in (coll, sync)], 'runs': runs,
@@ -204,14 +205,68 @@ def test_balanced_rows_from_raw_runs(plan):
   over_sum = sorted([0.26 / (0.16 + ring), 0.24 / (0.20 + ring)])
   assert ring_row[8] == '%.2fx (%.2f-%.2f)' % (
       sum(over_sum) / 2, over_sum[0], over_sum[1])
-  assert ring_row[9] == '1.02 / 1.02 (%.2fx / %.2fx)' % (
+  # The floor within a step, per round: f = share x c0 (40 and 100 ms),
+  # step / max(c0, f + bound).
+  over_floor = sorted([0.26 / max(0.16, 0.04 + ring),
+                       0.24 / max(0.20, 0.10 + ring)])
+  assert ring_row[9] == 'f 70 ms (40-100): %.2fx (%.2f-%.2f)' % (
+      sum(over_floor) / 2, over_floor[0], over_floor[1])
+  assert ring_row[10] == '1.02 / 1.02 (%.2fx / %.2fx)' % (
       1.02e6 / total, 1.02e6 / total)
   # The synchronous PS against 2 x W x B_ps / R (both variables on PS 0).
   pull_push = 2 * 2 * total * 8 / 192e6
   assert ps_row[4] == '2 x W x B_ps / R %.0f ms' % (1000 * pull_push)
   assert ps_row[6] == '%.2fx, one round' % (0.30 / max(0.18, pull_push))
-  assert ps_row[9] == '2.00 / 2.00 (%.2fx / %.2fx)' % (
+  # Its pulls precede the forward pass: no floor within a step.
+  assert ps_row[9] == 'no floor (pulls precede the forward pass)'
+  assert ps_row[10] == '2.00 / 2.00 (%.2fx / %.2fx)' % (
       2e6 / total, 2e6 / total)
+
+
+def test_the_unshaped_cells_of_the_floor_kinds_trace_a_step(plan):
+  """The all-reduces' and the staged PS's unshaped cells of a balanced
+  family trace a step (their forward pass's share); no shaped cell, no
+  synchronous PS, no twin and no lenet cell does."""
+  got = set()
+  for cell in plan.full_cells():
+    if plan.traced(cell):
+      assert cell.rate is None and cell.workload in plan.FAMILIES
+      got.add(plan.kind(cell.strategy))
+      assert cell.strategy not in plan.TWINS
+  assert got == {'ring', 'staged_ps'}
+  cell = plan.Cell(None, 'resnet20', 2, 1, 'collective_all_reduce')
+  assert plan.traced(cell)
+  assert not plan.traced(cell._replace(rate=165 * 10**6))
+  assert not plan.traced(cell._replace(workload='lenet'))
+  assert not plan.traced(cell._replace(strategy='parameter_server'))
+  assert not plan.traced(cell._replace(
+      strategy='MultiWorkerMirroredStrategy'))
+
+
+def _trace(path, loss_end_ms, end_ms):
+  with open(str(path), 'w') as f:
+    json.dump({'traceEvents': [
+        {'ph': 'X', 'ts': 1000.0, 'dur': 1000.0 * (loss_end_ms - 1),
+         'name': 'x', 'args': {'name': 'v0/tower_0/xentropy',
+                               'op': 'SparseSoftmaxCrossEntropyWithLogits'}},
+        {'ph': 'X', 'ts': 1000.0 * loss_end_ms,
+         'dur': 1000.0 * (end_ms - loss_end_ms), 'name': 'y',
+         'args': {'name': 'v0/tower_0/gradients/y', 'op': 'Conv2D'}}]}, f)
+
+
+def test_the_forward_share_of_the_traces(plan, tmp_path):
+  """The loss's end over the step's end, the mean over the workers'
+  traces; None where no trace holds a loss."""
+  runs = importlib.import_module('benchmarks.network.runs')
+  assert runs.forward_share(str(tmp_path)) is None
+  # A trace's times count from its first op: 20 of 80 ms, 30 of 60 ms.
+  _trace(tmp_path / 'trace.worker0.json', 21, 81)
+  _trace(tmp_path / 'trace.worker1.json', 31, 61)
+  with open(str(tmp_path / 'results.json'), 'w') as f:
+    f.write('{}')
+  with open(str(tmp_path / 'trace.worker2.json'), 'w') as f:
+    json.dump({'traceEvents': []}, f)
+  assert abs(runs.forward_share(str(tmp_path)) - (0.25 + 0.5) / 2) < 1e-12
 
 
 def test_the_subset_s_section(plan):
