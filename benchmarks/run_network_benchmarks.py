@@ -237,6 +237,7 @@ from benchmarks.network.plan import FULL
 from benchmarks.network.plan import QUICK
 from benchmarks.network.plan import SubsetError
 from benchmarks.network.plan import describe
+from benchmarks.network.plan import key
 from benchmarks.network.plan import subset_plan
 from benchmarks.network.runs import measure_all
 from benchmarks.network.runs import task_main
@@ -379,6 +380,18 @@ def main(argv=None):
     # header that run wrote (its commit, date, command, machine and load).
     with open(from_json) as f:
       results = json.load(f)
+    planned = [key(c) for c in plan['cells']()]
+    if results.get('plan') != planned:
+      # Another plan's figures would be titled, counted and read as this
+      # one's.
+      sys.stderr.write(
+          '--from_json %s: its run measured %d cells, not the %d of this '
+          'plan (%s): pass the --subset and --quick of that run, as its '
+          'command gave them (%s).\n' % (
+              from_json, len(results.get('plan', [])), len(planned),
+              plan.get('subset') or plan['name'],
+              results.get('written', {}).get('command', 'not recorded')))
+      return 2
     if 'written' not in results:
       if not os.path.exists(output):
         sys.stderr.write('--from_json %s: the JSON has no header of its run, '

@@ -4,6 +4,8 @@ flags, the link counters' busy time, and the section's figures from raw
 runs (no cluster is started)."""
 
 import importlib
+import json
+import os
 
 import pytest
 
@@ -76,6 +78,33 @@ def test_bad_script_flags(main_module, capsys, argv, words):
   err = capsys.readouterr().err
   for word in words:
     assert word in err
+
+
+def test_a_json_of_another_plan_is_refused(main_module, plan, capsys,
+                                           tmp_path, monkeypatch):
+  """--from_json writes only the plan its run measured: the balanced run's
+  figures read as the buckets subset would be titled and counted as that
+  subset's; its own subset gets past the check."""
+  from variable_mgr.benchmark.cluster import netns  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(netns, 'check_supported', lambda: None)
+  cells = plan.subset_plan(plan.FULL, 'balanced')['cells']()
+  path = str(tmp_path / 'balanced.json')
+  command = 'python benchmarks/run_network_benchmarks.py --subset balanced'
+  with open(path, 'w') as f:
+    json.dump({'plan': [plan.key(c) for c in cells],
+               'written': {'command': command}}, f)
+  output = str(tmp_path / 'out.md')
+  argv = ['--from_json', path, '--output', output, '--subset']
+  assert main_module.main(argv + ['buckets']) == 2
+  err = capsys.readouterr().err
+  assert ('--from_json %s: its run measured 76 cells, not the 32 of this '
+          'plan (buckets)' % path) in err
+  assert command in err
+  assert not os.path.exists(output)
+  # Its own subset passes the check (and fails later on the figures this
+  # stand-in lacks).
+  with pytest.raises(KeyError):
+    main_module.main(argv + ['balanced'])
 
 
 def test_results_file_names(main_module):
