@@ -41,10 +41,14 @@ the start of that round. The results files are written after every round;
 round's pace says would end after that time, and the results name what was
 cut.
 
-The full plan (103 cells, 2 rounds; `--plan` estimates 75 minutes, the
+The full plan (63 cells, 2 rounds; `--plan` estimates 41 minutes, the
 machine's load makes it 1-1.5x that: the 44 cells before issue 26's took
 25 minutes on 2026-12-01; the goal's cells come last in it, first in
-round 2):
+round 2) holds every cell below but the two balanced families', which run
+only as their subsets (`--subset balanced`, `--subset googlenet`,
+`--subset pinned`), each into a results file of its own: with them a run
+would be 183 cells, which `--plan` puts at 171 minutes before the
+machine's load:
 
 - lenet (6.65 MB of float32 variables) at 200mbit, 2 workers (the goals'
   layout): every strategy and both twins with 1 PS; the four PS strategies
@@ -72,36 +76,47 @@ round 2):
   links, 2 and 4 workers (c0). `--subset allreduce` runs these cells and
   the collective_all_reduce cells of lenet alone (24 cells; `--plan
   --subset allreduce` estimates 13 minutes for 2 rounds);
-- the balanced family (issue 32): resnet20 on cifar10 (1.09 MB of
-  variables, batch 16 a tower), 2 workers, 1 PS, whose compute and
-  transfer are comparable: parameter_server, staged, distributed_replicated,
-  collective_all_reduce and distributed_all_reduce (xring) with one tower a
-  worker, and the two all-reduces with two (pscpu/xring), each at three
-  rates where its bound is about 2x, 1x and 0.5x of its c0 on these
-  machines (the arithmetic: `network/plan.py`, `balanced_rates`), and
-  collective_all_reduce and distributed_all_reduce with buckets of one
-  gradient, 64 KiB and 1 MiB beside their default 256 KiB, parameter_server
-  and staged with pushes in buckets of 64 KiB, 256 KiB and 1 MiB beside
-  their default of one gradient a push, at the same rates, and each on
-  unshaped links; each cell's step against max(c0, bound), which a step
-  that hides its transfer behind the backward pass reaches, and against
-  c0 + bound, which one that hides none of it takes, and, for the kinds
-  whose transfers start only once the loss is computed (the all-reduces,
-  the staged PS's pushes), against the floor of a step a run,
+- the balanced family (issue 32, not in the full plan): resnet20 on cifar10
+  (1.09 MB of variables, batch 16 a tower), 2 workers, 1 PS, whose compute
+  and transfer are comparable: parameter_server, staged,
+  distributed_replicated, collective_all_reduce and distributed_all_reduce
+  (xring) with one tower a worker, and the two all-reduces with two
+  (pscpu/xring), each at three rates where its bound is about 2x, 1x and
+  0.5x of its c0 on these machines (the arithmetic: `network/plan.py`,
+  `balanced_rates`), and collective_all_reduce and distributed_all_reduce
+  with buckets of one gradient, 64 KiB and 1 MiB beside their default 256
+  KiB, parameter_server and staged with pushes in buckets of 64 KiB, 256 KiB
+  and 1 MiB beside their default of one gradient a push, at the same rates,
+  and each on unshaped links; each cell's step against max(c0, bound), which
+  a step that hides its transfer behind the backward pass reaches, and
+  against c0 + bound, which one that hides none of it takes, and, for the
+  kinds whose transfers start only once the loss is computed (the
+  all-reduces, the staged PS's pushes), against the floor of a step a run,
   max(c0, f + bound): f is the forward pass, its share of the unshaped
-  cell's traced step (the last warm-up step) times c0; the transfer can
-  hide behind the backward pass only, and the next run's forward pass reads
-  this step's updates. `--subset balanced`
-  runs these 76 cells alone; `--subset buckets` the bucket sizes and their
-  strategies' defaults at the rate where the bound is about c0, and
-  unshaped (32 cells; `--plan --subset NAME` estimates the time);
-- the second balanced family (issue 32): googlenet on imagenet's synthetic
-  images (28.0 MB of variables, batch 32 a worker, one tower), a
-  convolutional model with real compute and tens of MB of variables:
-  parameter_server, staged, distributed_replicated, collective_all_reduce
-  and distributed_all_reduce (xring), each at the three rates where its
-  bound is about 2x, 1x and 0.5x of its c0, and unshaped; `--subset
-  googlenet` runs these 20 cells alone;
+  cell's traced step (the last warm-up step) times c0; the transfer can hide
+  behind the backward pass only, and the next run's forward pass reads this
+  step's updates. `--subset balanced` runs these 76 cells alone; `--subset
+  buckets` the bucket sizes and their strategies' defaults at the rate where
+  the bound is about c0, and unshaped (32 cells; `--plan --subset NAME`
+  estimates the time);
+- the second balanced family (issue 32, not in the full plan): googlenet on
+  imagenet's synthetic images (28.0 MB of variables, batch 32 a worker, one
+  tower), a convolutional model with real compute and tens of MB of
+  variables: parameter_server, staged, distributed_replicated,
+  collective_all_reduce and distributed_all_reduce (xring), each at the
+  three rates where its bound is about 2x, 1x and 0.5x of its c0, and
+  unshaped; `--subset googlenet` runs these 20 cells alone;
+- the balanced family's cells with a processor a worker (issue 32, not in
+  the full plan): collective_all_reduce, distributed_all_reduce (xring) and
+  the staged parameter_server at resnet20's three rates of each and
+  unshaped, every worker task held to a processor of its own (worker k on
+  processor k; the PS task and the controller keep both), as on hosts of
+  their own, where the shared cells let both workers' threads run on both
+  processors; each with TensorFlow's thread pools and with a server of
+  `plan.SPARE_THREADS` inter-op threads a task (`--num_inter_threads`): a
+  pinned task's default compute pool has one thread, which runs the
+  backward pass's ops and must also serve the peers' requests for buffers
+  (`network/plan.py`, `PINNED`); `--subset pinned` runs these 24 cells;
 - lenet on unshaped links (the same veth pairs and bridge, no tbf), 2
   workers: staged and asynchronous parameter_server and
   collective_all_reduce with 1 PS, the plain, staged and asynchronous PS
@@ -207,7 +222,7 @@ six unshaped cells; 2 rounds of 4 timed steps; 10-15 minutes) writes
 `benchmarks/RESULTS.md` (run_benchmarks.py keeps it); `--output` writes
 the whole file elsewhere and RESULTS.md not at all. `--subset NAME` runs
 only the plan's cells of that subset (`allreduce`, `balanced`, `googlenet`,
-`buckets`) and writes
+`buckets`, `pinned`) and writes
 `benchmarks/NETWORK_<NAME>_RESULTS.md` (`_quick` with `--quick`), naming
 the commit measured and the subset, and leaves NETWORK_RESULTS.md and
 RESULTS.md alone; `--rounds N` runs N rounds instead of the plan's 2.

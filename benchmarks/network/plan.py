@@ -101,10 +101,48 @@ def unbucketed(strategy):
   return strategy.split(BUCKETS)[0]
 
 
+# Hosts with a processor of their own: every worker task held to one
+# processor of the machine (worker k to processor k, by the task entry's
+# PINNED_FLAG; the PS task and the controller keep every processor), as a
+# worker host of its own would run, where the shared cells let both
+# workers' threads run on both processors. Beside each strategy's
+# TensorFlow defaults, a task's server with SPARE_THREADS inter-op threads
+# (`--num_inter_threads`): its compute pool runs the graph's ops and also
+# serves the peers' requests (a collective's RecvBuf), which wait behind
+# the ops queued there while the pool's threads (TensorFlow makes one a
+# processor the task may run on: one, pinned) are all busy with the
+# backward pass. One thread to spare: of 2, 3, 4 and 6 a pinned worker,
+# collective_all_reduce's step at 165mbit was shortest with 2 and 3 (a
+# trial of 2026-12-06 at a4ebfe3's library, two rounds: 78-80 ms against
+# 104-108 ms with the default one, 82-83 ms with 4, 91-93 ms with 6).
+PINNED = ', a processor a worker'
+PINNED_FLAG = '--pinned_worker'
+SPARE_THREADS = 2
+SPARE_POOL = ', %d inter-op threads' % SPARE_THREADS
+PINNED_TRIALS = ('collective_all_reduce', DAR, 'staged parameter_server')
+PINNED_LABELS = collections.OrderedDict()
+for _strategy in PINNED_TRIALS:
+  _flags, _kind = STRATEGIES[_strategy]
+  PINNED_LABELS[_strategy + PINNED] = (_flags, _kind)
+  PINNED_LABELS[_strategy + PINNED + SPARE_POOL] = (
+      _flags + ['--num_inter_threads', str(SPARE_THREADS)], _kind)
+
+
+def pinned(strategy):
+  """Whether `strategy`'s workers each hold a processor of their own."""
+  return PINNED in strategy
+
+
+def unpinned(strategy):
+  """The strategy a label of PINNED_LABELS runs."""
+  return strategy.split(PINNED)[0]
+
+
 # Every label: its flags and kind of bound.
 LABELS = collections.OrderedDict(
     list(STRATEGIES.items()) + list(DIAGNOSTICS.items()) +
-    list(TOWERED.items()) + list(BUCKETED.items()))
+    list(TOWERED.items()) + list(BUCKETED.items()) +
+    list(PINNED_LABELS.items()))
 TWINS = collections.OrderedDict([
     ('MultiWorkerMirroredStrategy', 'collective_all_reduce'),
     ('ParameterServerStrategy (v1, graph)', 'asynchronous parameter_server'),
@@ -164,9 +202,10 @@ PSS = 'ParameterServerStrategy (v1, graph)'
 
 def full_cells():
   """The full plan (run_network_benchmarks.py's docstring says what it
-  leaves out and why). The goal's layout comes last: round 2 runs in the
-  reverse order, so a run cut short by --stop_by loses the other cells'
-  second round first."""
+  leaves out and why): every cell but the balanced families', which run
+  as subsets into results files of their own (every_cell). The goal's
+  layout comes last: round 2 runs in the reverse order, so a run cut
+  short by --stop_by loses the other cells' second round first."""
   sync_staged_ring = ['parameter_server', 'staged parameter_server',
                       'collective_all_reduce', 'MultiWorkerMirroredStrategy']
   cells = layout(GBIT, 'resnet50_vars', 2, 1, sync_staged_ring)
@@ -177,7 +216,6 @@ def full_cells():
       s + PARTITIONED for s in ('parameter_server',
                                 'staged parameter_server')])
   cells += allreduce_cells()
-  cells += balanced_cells()
   cells += layout(MBIT, 'lenet', 4, 1, [
       s for s in STRATEGIES if s not in ('distributed_replicated', PSS)])
   cells += layout(MBIT, 'lenet', 4, 2, [
@@ -230,6 +268,10 @@ BALANCED_C0_MS = collections.OrderedDict(
      (DAR_TWO_STAGE + TWO_TOWERS, 131)])
 BALANCED_C0_MS.update(
     (label, BALANCED_C0_MS[unbucketed(label)]) for label in BUCKETED)
+# The pinned cells at their strategy's rates: a row beside its shared
+# twin at the same link.
+BALANCED_C0_MS.update(
+    (label, BALANCED_C0_MS[unpinned(label)]) for label in PINNED_LABELS)
 
 
 # The second balanced family: googlenet on imagenet's synthetic images
@@ -314,7 +356,15 @@ def quick_cells():
   return cells
 
 
-FULL = dict(name='full', cells=full_cells, rounds=2,
+def every_cell():
+  """Every cell a run of the script can measure: the full plan's, then the
+  balanced families', which only their subsets run (all of them in one
+  run: `--plan` estimated 171 minutes, nearly 3 hours before the machine's
+  load)."""
+  return full_cells() + balanced_cells()
+
+
+FULL = dict(name='full', cells=full_cells, every=every_cell, rounds=2,
             steps={'lenet': 5, 'resnet50_vars': 3, 'resnet20': 5,
                    GOOGLENET: 4},
             async_steps={'lenet': 10, 'resnet50_vars': 3, 'resnet20': 5,
@@ -341,7 +391,14 @@ SUBSETS = collections.OrderedDict([
     ('balanced', (
         'every synchronous cluster strategy on resnet20, whose compute and '
         'transfer are comparable, at three rates each and unshaped',
-        lambda cell: cell.workload == BALANCED_WORKLOAD)),
+        lambda cell: cell.workload == BALANCED_WORKLOAD and
+        not pinned(cell.strategy))),
+    ('pinned', (
+        'the all-reduces and the staged PS of the balanced family with '
+        'every worker on a processor of its own, with TensorFlow\'s thread '
+        'pools and with %d inter-op threads a task' % SPARE_THREADS,
+        lambda cell: cell.workload == BALANCED_WORKLOAD and
+        pinned(cell.strategy))),
     ('googlenet', (
         'the synchronous cluster strategies with one tower a worker on '
         'googlenet, whose compute and 28 MB of variables are comparable, at '
@@ -357,8 +414,9 @@ SUBSETS = collections.OrderedDict([
 
 
 def subset_plan(plan, name):
-  """`plan` with only the cells of subset `name` (SUBSETS), in the plan's
-  order; its rounds, steps and order rules unchanged.
+  """`plan` with only the cells of subset `name` (SUBSETS) among every cell
+  it can run (its `every`, else its cells), in that order; its rounds,
+  steps and order rules unchanged.
 
   Raises:
     SubsetError: `name` is not a subset's name.
@@ -369,7 +427,7 @@ def subset_plan(plan, name):
         'pass one of them, or no --subset for every cell.' % (
             name, ', '.join(SUBSETS), '; '.join(
                 '%s: %s' % (n, d) for n, (d, _) in SUBSETS.items())))
-  every = plan['cells']
+  every = plan.get('every', plan['cells'])
   keep = SUBSETS[name][1]
   return dict(plan, name='%s, subset %s' % (plan['name'], name),
               subset=name, cells=lambda: [c for c in every() if keep(c)])

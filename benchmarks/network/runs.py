@@ -22,6 +22,7 @@ from .plan import NO_PROBE_FLAG
 from .plan import NO_PROBE_SECS
 from .plan import PARTITIONED
 from .plan import PARTITION_MIN_BYTES
+from .plan import PINNED_FLAG
 from .plan import TWINS
 from .plan import base
 from .plan import batch
@@ -32,6 +33,7 @@ from .plan import describe
 from .plan import has_controller
 from .plan import key
 from .plan import kind
+from .plan import pinned
 from .plan import round_order
 from .plan import task_count
 from .plan import towers
@@ -55,7 +57,11 @@ def task_main(argv):
   file SHAPES_ENV names). With NO_PROBE_FLAG first, an asynchronous worker
   never probes its peers between steps (a diagnostic: the probe is a TCP
   connection and an HTTP/2 answer across the peers' links, run in the step
-  loop)."""
+  loop). With PINNED_FLAG first, worker k runs on processor k alone (of
+  the machine's, in turn), before TensorFlow starts a thread."""
+  if argv[:1] == [PINNED_FLAG]:
+    argv = argv[1:]
+    pin_worker(argv)
   if argv[:1] == [NO_PROBE_FLAG]:
     argv = argv[1:]
     if '--job_name=worker' in argv:
@@ -71,6 +77,24 @@ def task_main(argv):
   from variable_mgr.benchmark import distributed  # pylint: disable=g-import-not-at-top
   from variable_mgr.benchmark.runs import exit_status  # pylint: disable=g-import-not-at-top
   exit_status.exit_task(distributed.main(argv))
+
+
+def worker_processor(argv, processors):
+  """The processor a worker task of `argv` (the task's flags) runs on
+  among `processors` (sorted), or None for a PS task or a controller."""
+  if '--job_name=worker' not in argv:
+    return None
+  index = [int(a.split('=', 1)[1]) for a in argv
+           if a.startswith('--task_index=')]
+  return processors[index[0] % len(processors)]
+
+
+def pin_worker(argv):
+  """Holds this process (a worker task) to its processor; every thread
+  TensorFlow starts after inherits it."""
+  cpu = worker_processor(argv, sorted(os.sched_getaffinity(0)))
+  if cpu is not None:
+    os.sched_setaffinity(0, {cpu})
 
 
 def cell_flags(cell, steps, warmup, op_timeout):
@@ -93,6 +117,8 @@ def cell_flags(cell, steps, warmup, op_timeout):
       str(1 if kind(cell.strategy) == 'async_ps' else steps),
       '--op_timeout_secs', str(op_timeout), '--startup_timeout_secs', '300']
   command = [sys.executable, TASK_SCRIPT, '--task']
+  if pinned(cell.strategy):
+    command.append(PINNED_FLAG)
   if cell.strategy == NO_PROBE:
     command.append(NO_PROBE_FLAG)
   return command, flags

@@ -9,6 +9,7 @@ from variable_mgr.benchmark.reports import markdown
 from .allreduce import allreduce_lines
 from .balanced import balanced_lines
 from .balanced import googlenet_lines
+from .balanced import pinned_lines
 from .goals import cause_bullets
 from .goals import cause_lines
 from .goals import goal_lines
@@ -22,6 +23,7 @@ from .plan import UNSHAPED_STEPS
 from .plan import UNSHAPED_WARMUP
 from .plan import has_controller
 from .plan import kind
+from .plan import pinned
 from .table import Table
 from .table import link_mb
 from .table import ms
@@ -136,9 +138,11 @@ def method_lines(results, plan):
       'ways with `tc tbf` (or unshaped); one tower (a virtual CPU) a worker '
       '(two where a cell says so), batch a tower: %s; '
       'distributed_all_reduce\'s controller a host of its own on the '
-      'bridge; every host shares this machine\'s 2 processors, and other '
-      'jobs (other test runs) used the same processors during the run' %
-      ', '.join('%s %d' % (w, batch(w)) for w in sorted(results['bytes'])),
+      'bridge; every host shares this machine\'s 2 processors%s, and other '
+      'jobs (other test runs) used the same processors during the run' % (
+          ', '.join('%s %d' % (w, batch(w)) for w in sorted(results['bytes'])),
+          ' (but a worker of a cell "a processor a worker", held to one)'
+          if any(pinned(k) for k in results['plan']) else ''),
       '- %d of %d rounds; each cell a fresh network and cluster a round, '
       'round 1 in the plan\'s order, round 2 reversed; timed steps after '
       'warm-up steps: %s; a cell\'s step is the mean over its workers of '
@@ -189,6 +193,11 @@ SUBSET_SECTIONS = {
                   'steps against max(c0, bound)',
                   'googlenet, 2 workers, against max(c0, bound) and c0 + '
                   'bound', googlenet_lines),
+    'pinned': ('A processor a worker (issue 32): steps against '
+               'max(c0, bound)',
+               'resnet20, 2 workers, each on a processor of its own, with '
+               'TensorFlow\'s thread pools and with a spare inter-op thread',
+               pinned_lines),
     'buckets': ('Bucket sizes (issue 32): steps against max(c0, bound)',
                 'resnet20, 2 workers, each bucket size beside its '
                 'strategy\'s default, where the bound is about c0',

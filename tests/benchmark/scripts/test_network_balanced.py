@@ -21,25 +21,88 @@ def plan():
   return importlib.import_module('benchmarks.network.plan')
 
 
-def test_the_balanced_subset_of_the_full_plan(plan):
+def test_the_balanced_families_run_as_subsets_alone(plan):
+  """The full plan holds no cell of a balanced family (each family runs as
+  its own subset, into its own results file); every cell of the script is
+  the full plan's and the families'."""
   full = plan.full_cells()
+  every = plan.every_cell()
+  assert not [c for c in full if c.workload in plan.FAMILIES]
+  assert every[:len(full)] == full
+  assert {c.workload for c in every[len(full):]} == set(plan.FAMILIES)
+  assert len(set(every)) == len(every)
+
+
+def test_the_balanced_subset_of_every_cell(plan):
+  every = plan.every_cell()
   cells = plan.subset_plan(plan.FULL, 'balanced')['cells']()
-  assert cells == [c for c in full if c.workload == 'resnet20']
-  assert len(cells) + 5 * 4 == len(
-      [c for c in full if c.workload in ('resnet20', 'googlenet')])
+  pinned = plan.subset_plan(plan.FULL, 'pinned')['cells']()
+  assert cells == [c for c in every if c.workload == 'resnet20' and
+                   not plan.pinned(c.strategy)]
+  assert len(cells) + len(pinned) + 5 * 4 == len(
+      [c for c in every if c.workload in ('resnet20', 'googlenet')])
   assert len(set(cells)) == len(cells) == 19 * 4
   for strategy, rates in plan.BALANCED_RATES.items():
-    # Three rates, slowest first, and the unshaped cell.
+    # Three rates, slowest first, and the unshaped cell (the pinned
+    # labels' in their own subset).
     assert list(rates) == sorted(rates) and len(set(rates)) == 3
     num_ps = 0 if plan.has_controller(strategy) else 1
     for rate in [r * 10**6 for r in rates] + [None]:
-      assert plan.Cell(rate, 'resnet20', 2, num_ps, strategy) in cells
+      assert (plan.Cell(rate, 'resnet20', 2, num_ps, strategy) in cells) != (
+          plan.pinned(strategy))
   # Every synchronous cluster strategy of the plan, with one and two
   # towers a worker for the all-reduces, and collective_all_reduce's
   # bucket sizes, and parameter_server's (plain and staged).
   assert set(plan.BALANCED_RATES) == (
       {s for s in plan.OWN if plan.kind(s) != 'async_ps'} |
-      set(plan.TOWERED) | set(plan.BUCKETED))
+      set(plan.TOWERED) | set(plan.BUCKETED) | set(plan.PINNED_LABELS))
+
+
+def test_the_pinned_subset_runs_each_strategy_at_its_shared_rates(plan):
+  """Each pinned label, with and without the spare threads, at its
+  strategy's three rates and unshaped; the spare label passes
+  --num_inter_threads and only there; the task entry's flag goes on every
+  pinned cell's command and no other."""
+  cells = plan.subset_plan(plan.FULL, 'pinned')['cells']()
+  assert len(set(cells)) == len(cells) == 3 * 2 * 4
+  for strategy in plan.PINNED_TRIALS:
+    for label in (strategy + plan.PINNED,
+                  strategy + plan.PINNED + plan.SPARE_POOL):
+      assert plan.unpinned(label) == strategy
+      assert plan.BALANCED_RATES[label] == plan.BALANCED_RATES[strategy]
+      assert plan.kind(label) == plan.kind(strategy)
+      assert plan.has_controller(label) == plan.has_controller(strategy)
+      num_ps = 0 if plan.has_controller(strategy) else 1
+      for rate in [r * 10**6 for r in plan.BALANCED_RATES[strategy]] + [None]:
+        assert plan.Cell(rate, 'resnet20', 2, num_ps, label) in cells
+      flags = plan.LABELS[label][0]
+      assert flags[:len(plan.STRATEGIES[strategy][0])] == (
+          plan.STRATEGIES[strategy][0])
+      spare = ['--num_inter_threads', str(plan.SPARE_THREADS)]
+      assert (flags[-2:] == spare) == label.endswith(plan.SPARE_POOL)
+
+
+def test_a_pinned_cell_pins_its_workers_alone(plan):
+  runs = importlib.import_module('benchmarks.network.runs')
+  cell = plan.Cell(165 * 10**6, 'resnet20', 2, 1,
+                   'collective_all_reduce' + plan.PINNED)
+  command, _ = runs.cell_flags(cell, 5, 2, 60)
+  assert command[-1] == plan.PINNED_FLAG
+  command, _ = runs.cell_flags(cell._replace(
+      strategy='collective_all_reduce'), 5, 2, 60)
+  assert plan.PINNED_FLAG not in command
+  # Worker k on the k-th processor it may use, in turn; a PS task and a
+  # controller on every one.
+  worker = ['--model', 'resnet20', '--job_name=worker', '--task_index=%d']
+  assert runs.worker_processor([a.replace('%d', '0') for a in worker],
+                               [3, 5]) == 3
+  assert runs.worker_processor([a.replace('%d', '1') for a in worker],
+                               [3, 5]) == 5
+  assert runs.worker_processor([a.replace('%d', '2') for a in worker],
+                               [3, 5]) == 3
+  assert runs.worker_processor(['--job_name=ps', '--task_index=0'],
+                               [3, 5]) is None
+  assert runs.worker_processor(['--job_name=controller'], [3, 5]) is None
 
 
 # (strategy, c0 in seconds, bytes a worker's or the PS's link carries each
@@ -228,7 +291,7 @@ def test_the_unshaped_cells_of_the_floor_kinds_trace_a_step(plan):
   family trace a step (their forward pass's share); no shaped cell, no
   synchronous PS, no twin and no lenet cell does."""
   got = set()
-  for cell in plan.full_cells():
+  for cell in plan.every_cell():
     if plan.traced(cell):
       assert cell.rate is None and cell.workload in plan.FAMILIES
       got.add(plan.kind(cell.strategy))
@@ -288,3 +351,31 @@ def test_the_subset_s_section(plan):
 def test_every_subset_has_its_section(plan):
   text = importlib.import_module('benchmarks.network.text')
   assert set(text.SUBSET_SECTIONS) == set(plan.SUBSETS)
+
+
+def test_the_pinned_subset_s_section_says_what_differs(plan):
+  """The pinned file's method line and section name the processor a
+  worker and the spare threads; a shared run's say neither."""
+  text = importlib.import_module('benchmarks.network.text')
+  label = 'collective_all_reduce' + plan.PINNED + plan.SPARE_POOL
+  cell = plan.Cell(165 * 10**6, 'resnet20', 2, 1, label)
+  results = {'plan': [plan.key(cell)], 'runs': [_run(cell, 0, 0.09)],
+             'sizes': {'resnet20': MODEL}, 'bytes': {'resnet20': 1e6},
+             'rounds': 1, 'goodput': {}, 'cut': []}
+  lines = text.subset_lines(results, plan.subset_plan(plan.FULL, 'pinned'),
+                            'abc', 'cmd', 60.0)
+  assert lines[0] == ('## A processor a worker (issue 32): steps against '
+                      'max(c0, bound)')
+  method = [l for l in lines if l.startswith('- every task a network')]
+  assert method and 'a worker of a cell "a processor a worker", held to ' \
+      'one' in method[0]
+  assert any(l.startswith('In these cells every worker task runs on a '
+                          'processor of its own') and
+             '%d threads' % plan.SPARE_THREADS in l for l in lines)
+  row = [l for l in lines if l.startswith('| 165mbit, 2 workers x 1 |')]
+  assert row and '| %s |' % label in row[0]
+  shared = dict(results, plan=[plan.key(cell._replace(
+      strategy='collective_all_reduce'))], runs=[])
+  method = [l for l in text.method_lines(shared, plan.FULL)
+            if l.startswith('- every task a network')]
+  assert 'held to one' not in method[0]
