@@ -221,7 +221,7 @@ six unshaped cells; 2 rounds of 4 timed steps; 10-15 minutes) writes
 `benchmarks/NETWORK_RESULTS.md` and the `network goals` section of
 `benchmarks/RESULTS.md` (run_benchmarks.py keeps it); `--output` writes
 the whole file elsewhere and RESULTS.md not at all. `--subset NAME` runs
-only the plan's cells of that subset (`allreduce`, `balanced`, `googlenet`,
+only the cells of that subset (`allreduce`, `balanced`, `googlenet`,
 `buckets`, `pinned`) and writes
 `benchmarks/NETWORK_<NAME>_RESULTS.md` (`_quick` with `--quick`), naming
 the commit measured and the subset, and leaves NETWORK_RESULTS.md and

@@ -216,9 +216,10 @@ def subset_lines(results, plan, source, command, elapsed):
            plan['subset'], '',
            '- commit measured: %s' % source,
            '- command: `%s` (%.1f minutes)' % (command, elapsed / 60.0),
-           '- subset: %s, %d of the %s plan\'s cells' % (
+           '- subset: %s, %d of the %s cells' % (
                plan['subset'], len(results['plan']),
-               plan['name'].split(',')[0])]
+               'quick plan\'s' if plan['name'].startswith('quick') else
+               'script\'s')]
   lines += method_lines(results, plan)
   lines += ['', '### %s' % heading, '']
   lines += section(t, sizes)

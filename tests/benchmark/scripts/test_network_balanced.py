@@ -366,6 +366,7 @@ def test_the_pinned_subset_s_section_says_what_differs(plan):
                             'abc', 'cmd', 60.0)
   assert lines[0] == ('## A processor a worker (issue 32): steps against '
                       'max(c0, bound)')
+  assert '- subset: pinned, 1 of the script\'s cells' in lines
   method = [l for l in lines if l.startswith('- every task a network')]
   assert method and 'a worker of a cell "a processor a worker", held to ' \
       'one' in method[0]
