@@ -4,6 +4,9 @@ figures from raw runs against the closed forms (no cluster is started)."""
 
 import importlib
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 
@@ -380,3 +383,29 @@ def test_the_pinned_subset_s_section_says_what_differs(plan):
   method = [l for l in text.method_lines(shared, plan.FULL)
             if l.startswith('- every task a network')]
   assert 'held to one' not in method[0]
+
+
+@pytest.mark.skipif(not hasattr(os, 'sched_setaffinity'),
+                    reason='processor affinity is Linux only')
+@pytest.mark.parametrize('argv,index', [
+    (['--job_name=worker', '--task_index=1'], 1),
+    (['--job_name=ps', '--task_index=0'], None)])
+def test_pin_worker_holds_the_process_to_its_processor(argv, index):
+  """pin_worker in a process of its own: a worker ends on the processor
+  its index names among those the process could use; a PS task keeps them
+  all."""
+  code = (
+      'import os, sys\n'
+      'from benchmarks.network import runs\n'
+      'before = sorted(os.sched_getaffinity(0))\n'
+      'runs.pin_worker(sys.argv[1:])\n'
+      'print(before, sorted(os.sched_getaffinity(0)))\n')
+  out = subprocess.run(
+      [sys.executable, '-c', code] + argv, check=True, cwd=scriptlib.ROOT,
+      stdout=subprocess.PIPE, universal_newlines=True,
+      env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+          [scriptlib.ROOT, scriptlib.BENCHMARKS]))).stdout
+  before, after = [json.loads(part + ']') for part in
+                   out.strip().rstrip(']').split('] ')]
+  assert after == (before if index is None else
+                   [before[index % len(before)]])
