@@ -395,17 +395,16 @@ def test_pin_worker_holds_the_process_to_its_processor(argv, index):
   its index names among those the process could use; a PS task keeps them
   all."""
   code = (
-      'import os, sys\n'
+      'import json, os, sys\n'
       'from benchmarks.network import runs\n'
       'before = sorted(os.sched_getaffinity(0))\n'
       'runs.pin_worker(sys.argv[1:])\n'
-      'print(before, sorted(os.sched_getaffinity(0)))\n')
+      'print(json.dumps([before, sorted(os.sched_getaffinity(0))]))\n')
   out = subprocess.run(
       [sys.executable, '-c', code] + argv, check=True, cwd=scriptlib.ROOT,
       stdout=subprocess.PIPE, universal_newlines=True,
       env=dict(os.environ, PYTHONPATH=os.pathsep.join(
           [scriptlib.ROOT, scriptlib.BENCHMARKS]))).stdout
-  before, after = [json.loads(part + ']') for part in
-                   out.strip().rstrip(']').split('] ')]
+  before, after = json.loads(out)
   assert after == (before if index is None else
                    [before[index % len(before)]])
