@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 import graph_as_run
+import graph_walk
 import options_harness
 import variable_mgr
 from options_harness import LOCAL_NAMES
@@ -204,14 +205,11 @@ def test_micro_steps_run_no_exchange_and_no_update():
                    run_metadata=metadata)
       names = set(node.node_name for dev in metadata.step_stats.dev_stats
                   for node in dev.node_stats)
-      executed.append(dict(
-          (kind, [n for n in names if any(
-              op.name == n and op.type in types
-              for op in run.graph.get_operations())])
-          for kind, types in (
-              ('sum', ('AddN',)),
-              ('apply', ('ApplyGradientDescent',
-                         'ResourceApplyGradientDescent')))))
+      sums = set(op.name for op, _ in graph_walk.sums(run.graph))
+      applies = set(op.name for op in run.graph.get_operations()
+                    if op.type in ('ApplyGradientDescent',
+                                   'ResourceApplyGradientDescent'))
+      executed.append({'sum': names & sums, 'apply': names & applies})
     assert [len(e['apply']) for e in executed] == [
         0, 0, NUM_TOWERS * len(VARIABLES)]
     assert [len(e['sum']) for e in executed] == [0, 0, len(VARIABLES)]

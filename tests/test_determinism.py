@@ -1,6 +1,8 @@
 """Two runs of a strategy with the same graph-level seed and the same data
 give bit-identical variables on CPU: every sum adds its terms in a fixed
-order (add_n, the ring), whatever order the executor runs the ops in.
+order (a chain of adds in tower order, the ring), whatever order the
+executor runs the ops in (`tests/test_sum_in_order.py`: TensorFlow's add_n
+does not keep its inputs' order).
 
 That is a claim about the graph the library builds, so the runs are made
 where nothing else can change a sum's order or a kernel's rounding, in a
@@ -8,7 +10,8 @@ child interpreter (the intra-op pool is made once a process, by its first
 session, and oneDNN is chosen when TensorFlow loads):
 - the graph runs as built: grappler's arithmetic optimizer sorts the
   inputs of an add_n by name, which would hide a sum whose order the
-  library got wrong (its terms reversed at random, runs still agreed);
+  library got wrong (its terms reversed at random, runs still agreed), and
+  may fold a chain of adds into an add_n;
 - one intra-op thread a kernel and no oneDNN kernels (TF 2.x), whose
   results are bit-exact only for a fixed split of their work; with them on,
   the suite saw two seeded runs differ in the last bit of a few elements,

@@ -10,6 +10,7 @@ the built graph; the parameter-server step is also checked against NumPy.
 import numpy as np
 import tensorflow as tf
 
+import graph_walk
 import variable_mgr
 from variable_mgr.allreduce import layout
 
@@ -99,8 +100,8 @@ def test_distributed_all_reduce_one_stage_pscpu_sums_on_every_worker():
     mgr = variable_mgr.create('distributed_all_reduce', host,
                               all_reduce_spec='pscpu', bucket_bytes=0)
     _build(mgr, host, num_towers, inputs)
-    sums = [op for op in graph.get_operations()
-            if op.type == 'AddN' and 'shuffle_all_reduce' in op.name]
+    sums = [op for op, _ in graph_walk.sums(graph)
+            if 'shuffle_all_reduce' in op.name]
   expected = layout.worker_cpus(host.raw_devices)
   assert [tf.DeviceSpec.from_string(d).task for d in expected] == [0, 1]
   counts = dict((_canonical(d), 0) for d in expected)

@@ -209,11 +209,14 @@ def test_the_state_writes_wait_for_nothing_of_the_exchange(variable_kind):
               for w in graph.reads_and_writes(name)[1]]
     deferred_writes = [w for w in writes if '/deferred_tower_' in w]
     assert len(deferred_writes) == NUM_TOWERS * len(VARIABLES)
-    def exchange(op):  # The finite check, the all-reduce, an update.
-      return op in ('IsFinite', 'AddN') or op.endswith('ApplyGradientDescent')
+    def exchange(name):  # The finite check, the all-reduce, an update.
+      op = graph.nodes[name].op
+      return (op == 'IsFinite' or compat.SUM_SCOPE in name or
+              op.endswith('ApplyGradientDescent'))
 
+    assert any(compat.SUM_SCOPE in name for name in graph.nodes)
     for w in deferred_writes:
-      waited = [a for a in graph.ancestors(w) if exchange(graph.nodes[a].op)]
+      waited = [a for a in graph.ancestors(w) if exchange(a)]
       assert not waited, (w, waited)
     updates = [n for n, node in graph.nodes.items()
                if node.op.endswith('ApplyGradientDescent')]

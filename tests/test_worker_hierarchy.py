@@ -10,6 +10,8 @@ import tensorflow as tf
 import variable_mgr
 from variable_mgr import compat
 
+import graph_walk
+
 tf1 = tf.compat.v1
 TOWERS = 3
 
@@ -57,11 +59,15 @@ def test_one_sum_on_the_first_tower_in_the_accumulation_dtype(dtype, wide):
              compat.collectives_lack_half() else crossing)
   assert collective.outputs[0].dtype == carried
   # The towers' gradients are added on the first tower's device.
-  sums = [op for op in ops if op.type == 'AddN' and
-          'collective_all_reduce' in op.name]
-  assert len(sums) == 1 and len(sums[0].inputs) == TOWERS
-  assert _spec(sums[0]).device_index == 0
-  assert sums[0].outputs[0].dtype == crossing
+  sums = [(op, terms) for op, terms in graph_walk.sums(graph)
+          if 'collective_all_reduce' in op.name]
+  assert len(sums) == 1 and len(sums[0][1]) == TOWERS
+  # Every add of the chain on the first tower's device.
+  (total, _), = sums
+  for op in graph_walk.ancestors(total) | {total}:
+    if op.type in graph_walk.ADD_TYPES and compat.SUM_SCOPE in op.name:
+      assert _spec(op).device_index == 0
+  assert total.outputs[0].dtype == crossing
   # Every tower gets the gradient in its variable's dtype; the cast back,
   # where there is one, is made once, on the first tower's device.
   for d, grad in enumerate(reduced):

@@ -56,7 +56,7 @@ def _sum(grads, use_mean, accumulation_dtype=None):
   dtype = grads[0].dtype
   if accumulation_dtype is not None and dtype != accumulation_dtype:
     grads = [tf.cast(g, accumulation_dtype) for g in grads]
-  total = tf.add_n(grads)  # of one tensor, that tensor
+  total = compat.sum_in_order(grads)
   if use_mean:
     total = scale(total, 1.0 / count)
   if total.dtype != dtype:

@@ -90,6 +90,31 @@ def nccl_all_sum(tensors):
   return nccl_ops.all_sum(tensors)
 
 
+# The name scope of each `sum_in_order`'s adds (made unique by a suffix).
+SUM_SCOPE = 'sum_in_order'
+
+
+def sum_in_order(tensors):
+  """`tensors[0] + tensors[1] + ...` added in that order, a chain of binary
+  adds (of one tensor, that tensor itself).
+
+  Not `add_n`: TensorFlow's CPU AddN adds into the first input whose buffer
+  no other op holds and, when that input is not the first, moves it to the
+  front. Of three terms it adds (x2 + x1) + x0 when x0 and x1 are still held
+  elsewhere and (x0 + x1) + x2 when they are not, which the order the ops
+  happen to run in decides: two runs of one graph end a last bit apart. A
+  chain of adds has one order. (Grappler's arithmetic optimizer may fold a
+  chain of equal shapes on one device back into an AddN, on either
+  generation: runs that must agree bit for bit turn it off.)
+  """
+  total = tensors[0]
+  if len(tensors) > 1:
+    with tf.name_scope(SUM_SCOPE):
+      for tensor in tensors[1:]:
+        total = tf.add(total, tensor)
+  return total
+
+
 def optimizer_locks(opt):
   """Whether `opt` (a tf.compat.v1.train.Optimizer) updates each variable
   under its lock (`use_locking=True`); None for an optimizer that does not

@@ -17,6 +17,7 @@ from variable_mgr.allreduce import algorithms
 from variable_mgr.allreduce import layout
 
 import allreduce_testlib as testlib
+import graph_walk
 
 
 def _device_index(device):
@@ -28,8 +29,7 @@ def _hop_directions(graph, k):
   device d whose running sum comes from device d - 1 is a forward hop."""
   forward = backward = 0
   for op in graph.get_operations():
-    # Add on TensorFlow 1.15, AddV2 on 2.x.
-    if (op.type not in ('Add', 'AddV2') or
+    if (op.type not in graph_walk.ADD_TYPES or
         not op.name.startswith('ring_all_reduce')):
       continue
     here = _device_index(op.device)
@@ -76,7 +76,7 @@ def test_shuffle_sums_piece_j_of_tensor_i_on_parameter_device_i_plus_j():
       arrays, devices, num_cpus=num_params)
   testlib.assert_sums(arrays, outputs, values, devices)
   sums = [_device_index(op.device)
-          for op in outputs[0][0].graph.get_operations()
-          if op.type == 'AddN' and op.name.startswith('shuffle_all_reduce')]
+          for op, _ in graph_walk.sums(outputs[0][0].graph)
+          if op.name.startswith('shuffle_all_reduce')]
   assert sums == [(i + j) % num_params for i in range(2)
                   for j in range(num_params)]

@@ -10,6 +10,7 @@ from variable_mgr.allreduce.spec import SpecRange
 from variable_mgr.allreduce.spec import Stage
 
 import allreduce_testlib as testlib
+import graph_walk
 
 
 @pytest.mark.parametrize('text,expected', [
@@ -165,7 +166,7 @@ def test_pscpu_sums_on_worker_cpu_by_default():
   with tf.Graph().as_default() as graph:
     inputs = [[tf.zeros([4])] for _ in devices]
     spec_lib.build_all_reduce('pscpu', inputs, devices)
-    sums = [op for op in graph.get_operations() if op.type == 'AddN']
+    sums = [op for op, _ in graph_walk.sums(graph)]
   assert [testlib.layout.device_key(op.device) for op in sums] == [
       testlib.layout.device_key('/cpu:0')]
 
@@ -178,17 +179,17 @@ def test_two_stages_across_workers_graph():
   with tf.Graph().as_default() as graph:
     inputs = [[tf.zeros([6]), tf.zeros([6])] for _ in devices]
     outputs = spec_lib.build_all_reduce('copy/pscpu', inputs, devices)
-    add_ns = [op for op in graph.get_operations() if op.type == 'AddN']
+    sums = graph_walk.sums(graph)
   for d, row in enumerate(outputs):
     for t in row:
       assert (testlib.layout.device_key(t.device)
               == testlib.layout.device_key(devices[d]))
   # Per tensor: one inner sum on each worker; the outer shuffle cuts it in
   # two pieces, one summed on each worker's CPU from one value per worker.
-  outer = [op for op in add_ns if 'CPU:0' in op.device]
-  assert len(add_ns) == 2 * 2 + 2 * 2
-  assert sorted(testlib.layout.worker_of(op.device)[2] for op in outer) == [
-      0, 0, 1, 1]
-  for op in outer:
-    workers = sorted(testlib.layout.worker_of(x.device) for x in op.inputs)
+  outer = [(op, terms) for op, terms in sums if 'CPU:0' in op.device]
+  assert len(sums) == 2 * 2 + 2 * 2
+  assert sorted(testlib.layout.worker_of(op.device)[2]
+                for op, _ in outer) == [0, 0, 1, 1]
+  for op, terms in outer:
+    workers = sorted(testlib.layout.worker_of(x.device) for x in terms)
     assert [w[2] for w in workers] == [0, 1]

@@ -4,8 +4,8 @@ towers_per_worker of every worker (upstream's choice), so the outer stage's
 traffic is spread over the workers' towers instead of all leaving through
 the first one.
 
-Read off the built graph of `copy/copy` (the outer sum of tensor i is one
-`AddN` whose inputs are the representatives' inner sums) and compared with
+Read off the built graph of `copy/copy` (the outer sum of tensor i is the
+one whose terms are the representatives' inner sums) and compared with
 that closed form; the sums themselves are checked against NumPy by
 `test_distributed_all_reduce`.
 """
@@ -17,6 +17,8 @@ import tensorflow as tf
 
 from variable_mgr.allreduce import layout
 from variable_mgr.allreduce import spec as spec_lib
+
+import graph_walk
 
 WORKERS = 2
 
@@ -35,14 +37,14 @@ def test_tensor_i_crosses_from_local_tower_i_mod_towers(towers_per_worker,
     inputs = [[tf.zeros([i + 1]) for i in range(num_tensors)]
               for _ in devices]
     spec_lib.build_all_reduce('copy/copy', inputs, devices)
-    add_ns = [op for op in graph.get_operations() if op.type == 'AddN']
+    sums = graph_walk.sums(graph)
   crossing = collections.defaultdict(list)  # tensor -> inputs' devices
-  for op in add_ns:
-    workers = set(layout.worker_of(x.device) for x in op.inputs)
+  for op, terms in sums:
+    workers = set(layout.worker_of(x.device) for x in terms)
     if len(workers) == WORKERS:
       tensor = op.outputs[0].shape.as_list()[0] - 1
       crossing[tensor].extend(
-          tf.DeviceSpec.from_string(x.device) for x in op.inputs)
+          tf.DeviceSpec.from_string(x.device) for x in terms)
   assert sorted(crossing) == list(range(num_tensors))
   for i in range(num_tensors):
     got = sorted((spec.task, spec.device_index) for spec in crossing[i])

@@ -11,10 +11,10 @@ MUTATIONS = [
     # tf.nn.l2_loss's) has the factor 1/2.
     dict(name='weight-decay-without-the-half',
          path='variable_mgr/benchmark/models/catalog.py',
-         old='      loss += weight_decay * tf.add_n([tf.nn.l2_loss(tf.cast(w, '
-             'tf.float32))\n',
-         new='      loss += weight_decay * tf.add_n([tf.reduce_sum(tf.square('
-             'tf.cast(w, tf.float32)))\n',
+         old='          [tf.nn.l2_loss(tf.cast(w, tf.float32)) for w in '
+             'layers.weights])\n',
+         new='          [tf.reduce_sum(tf.square(tf.cast(w, tf.float32))) for w '
+             'in layers.weights])\n',
          tests=[MODELS + 'test_loss_is_cross_entropy_plus_weight_decay']),
     # cifar10's trivial model built as the benchmark's own (one affine
     # layer) instead of tf_cnn_benchmarks' trivial_model.

@@ -108,8 +108,10 @@ MUTATIONS = [
     # first tower's gradient only.
     dict(name='collective-worker-sum-drops-other-towers',
          path='variable_mgr/strategies/worker_hierarchy.py',
-         old='    total = tf.add_n(parts) if len(parts) > 1 else parts[0]\n',
-         new='    total = parts[0]\n',
+         old='      parts = [tf.cast(p, wide) for p in parts]\n'
+             '    return compat.sum_in_order(parts)\n',
+         new='      parts = [tf.cast(p, wide) for p in parts]\n'
+             '    return parts[0]\n',
          tests=['tests/distributed/test_collective_hierarchy.py::test_two_'
                 'towers_a_worker_step_as_the_flat_mean_or_sum[ref-sum-'
                 'float32]']),

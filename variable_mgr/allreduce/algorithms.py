@@ -60,8 +60,8 @@ def _check_positive_int(name, value):
 def copy(tower_tensors, devices):
   """Sums tensor `i` on `devices[i % k]` and copies the sum to every tower.
 
-  The seed's algorithm: one `add_n` per tensor, placed round-robin, then one
-  copy per other tower.
+  The seed's algorithm: one sum per tensor (in tower order), placed
+  round-robin, then one copy per other tower.
   """
   towers, devices, trivial = _prepare(tower_tensors, devices)
   if trivial:
@@ -71,7 +71,7 @@ def copy(tower_tensors, devices):
   def one(i, xs):
     home = i % k
     with tf.device(devices[home]):
-      total = tf.add_n(xs)
+      total = compat.sum_in_order(xs)
     outs = []
     for d in range(k):
       if d == home:
@@ -191,7 +191,7 @@ def shuffle(tower_tensors, devices, param_devices, num_shards=None):
         return xs
     if shards == 1:
       with tf.device(param_devices[i % num_params]):
-        total = tf.add_n(xs)
+        total = compat.sum_in_order(xs)
       outs = []
       for d in range(k):
         with tf.device(devices[d]):
@@ -203,7 +203,7 @@ def shuffle(tower_tensors, devices, param_devices, num_shards=None):
     reduced = []
     for j in range(shards):
       with tf.device(param_devices[(i + j) % num_params]):
-        reduced.append(tf.add_n([pieces[d][j] for d in range(k)]))
+        reduced.append(compat.sum_in_order([pieces[d][j] for d in range(k)]))
     return [layout.flat_join(reduced, xs[0].shape, devices[d], constants)
             for d in range(k)]
 
@@ -314,10 +314,10 @@ def hierarchical_copy(tower_tensors, devices, num_groups=2):
     partials = []
     for group, leader in zip(groups, leaders):
       with tf.device(devices[leader]):
-        partials.append(tf.add_n([xs[d] for d in group]))
+        partials.append(compat.sum_in_order([xs[d] for d in group]))
     main = i % len(groups)
     with tf.device(devices[leaders[main]]):
-      total = tf.add_n(partials)
+      total = compat.sum_in_order(partials)
     outs = [None] * k
     for g, (group, leader) in enumerate(zip(groups, leaders)):
       if g == main:

@@ -39,8 +39,7 @@ def worker_sum(grads, device, wide):
     parts = [aggregation.densify(g) for g in grads]
     if wide is not None and dtype == tf.float16:
       parts = [tf.cast(p, wide) for p in parts]
-    # add_n of one tensor is that tensor.
-    return tf.add_n(parts)
+    return compat.sum_in_order(parts)
 
 
 def across_workers(num_workers, group_key, instance_key, device, factor):
@@ -78,4 +77,4 @@ def count_on_first_device(values, devices):
   `devices[0]`, the worker's member of its collectives."""
   with tf.device(devices[0]):
     parts = [tf.reshape(tf.cast(v, tf.float32), [1]) for v in values]
-    return tf.add_n(parts)  # of one tensor, that tensor
+    return compat.sum_in_order(parts)

@@ -8,6 +8,7 @@ every worker tells every PS task it came up and finished.
 
 import collections
 
+from variable_mgr import compat
 from variable_mgr import ordering
 from variable_mgr.benchmark.models import catalog
 from variable_mgr.benchmark.training import harness
@@ -79,7 +80,7 @@ def build_worker_graph(config, host, spec, sync):
 
     apply_devices, state = mgr.preprocess_device_grads(device_grads)
     with tf.device(host.cpu_device):
-      average_loss = tf.add_n(losses) / float(len(losses))
+      average_loss = compat.sum_in_order(losses) / float(len(losses))
     gradients_ready = None
     if (barriers and config.variable_update == 'parameter_server' and
         not mgr.workers_meet_after_reads):

@@ -85,6 +85,7 @@ import collections
 
 import tensorflow as _tf
 
+from variable_mgr import compat
 from variable_mgr import errors
 from variable_mgr.benchmark.models import blocks
 from variable_mgr.benchmark.models import layers_models
@@ -146,8 +147,8 @@ class Model(ModelSpec):
     loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=labels, logits=tf.cast(logits, tf.float32)))
     if weight_decay:
-      loss += weight_decay * tf.add_n([tf.nn.l2_loss(tf.cast(w, tf.float32))
-                                       for w in layers.weights])
+      loss += weight_decay * compat.sum_in_order(
+          [tf.nn.l2_loss(tf.cast(w, tf.float32)) for w in layers.weights])
     if return_logits:
       return loss, logits
     return loss

@@ -44,6 +44,7 @@ import collections
 import tensorflow as _tf
 
 from variable_mgr import base
+from variable_mgr import compat
 from variable_mgr import errors
 from variable_mgr.benchmark.data import datasets
 from variable_mgr.benchmark.models import catalog
@@ -340,7 +341,7 @@ def _summaries(config, mgr, average_loss, learning_rate, tower_grads):
       summaries.append(tf.summary.scalar('gradient_norm/' + name, norm))
     if norms:
       summaries.append(tf.summary.scalar(
-          'gradient_norm/global', tf.sqrt(tf.add_n([n * n for n in norms]))))
+          'gradient_norm/global', tf.sqrt(compat.sum_in_order([n * n for n in norms]))))
   if config.summary_verbosity >= 3:
     for name, var in sorted(mgr.get_variables_to_save().items()):
       if var.dtype.base_dtype.is_floating:
@@ -403,7 +404,7 @@ def build_training_graph(config, host):
       else:
         with tf.control_dependencies(training_ops + towers.update_ops):
           train_op = tf.group(global_step.assign_add(1), name='train_op')
-      average_loss = tf.add_n(losses) / float(len(losses))
+      average_loss = compat.sum_in_order(losses) / float(len(losses))
       init_op = tf.group(tf.global_variables_initializer(),
                          tf.local_variables_initializer())
       post_init = mgr.get_post_init_ops()
