@@ -112,11 +112,12 @@ machine's load:
   unshaped, every worker task held to a processor of its own (worker k on
   processor k; the PS task and the controller keep both), as on hosts of
   their own, where the shared cells let both workers' threads run on both
-  processors; each with TensorFlow's thread pools and with a server of
-  `plan.SPARE_THREADS` inter-op threads a task (`--num_inter_threads`): a
-  pinned task's default compute pool has one thread, which runs the
-  backward pass's ops and must also serve the peers' requests for buffers
-  (`network/plan.py`, `PINNED`); `--subset pinned` runs these 24 cells;
+  processors; each with the benchmark's inter-op pools (a thread more
+  than a task's processors: 2 a pinned worker) and with one thread a task
+  (`--num_inter_threads 1`, TensorFlow's own size for a pinned worker),
+  whose one thread runs the backward pass's ops and must also serve the
+  peers' requests for buffers (`network/plan.py`, `PINNED`); `--subset
+  pinned` runs these 24 cells;
 - lenet on unshaped links (the same veth pairs and bridge, no tbf), 2
   workers: staged and asynchronous parameter_server and
   collective_all_reduce with 1 PS, the plain, staged and asynchronous PS

@@ -12,7 +12,7 @@ from .allreduce import ring_bytes
 from .plan import BALANCED_WORKLOAD
 from .plan import FAMILIES
 from .plan import GOOGLENET
-from .plan import SPARE_THREADS
+from .plan import ONE_THREAD
 from .plan import Cell
 from .plan import TWO_TOWERS
 from .plan import batch
@@ -157,13 +157,15 @@ def pinned_lines(t, sizes):
       'In these cells every worker task runs on a processor of its own '
       '(worker k on processor k, set before TensorFlow starts a thread; the '
       'PS task and distributed_all_reduce\'s controller on both), as on '
-      'hosts of their own, so TensorFlow sizes each worker\'s thread pools '
-      'for one processor; the cells "%d inter-op threads" give every task\'s '
-      'server (`--num_inter_threads`) a compute pool of %d threads: it runs '
-      'the graph\'s ops and serves the peers\' requests for tensors and '
-      'buffers. The rates are the shared cells\' (NETWORK_BALANCED_RESULTS.md)'
-      ', so a row sits beside its shared twin at the same link; c0 is '
-      'measured again here, pinned.' % (SPARE_THREADS, SPARE_THREADS),
+      'hosts of their own. A task\'s inter-op pool runs the graph\'s ops '
+      'and serves the peers\' requests for tensors and buffers: the '
+      'benchmark gives it one thread more than the task\'s processors (2 a '
+      'pinned worker), the cells "%d inter-op thread a task" '
+      '(`--num_inter_threads %d`) the one thread TensorFlow itself gives a '
+      'pinned worker. The rates are the shared cells\' '
+      '(NETWORK_BALANCED_RESULTS.md), so a row sits beside its shared twin '
+      'at the same link; c0 is measured again here, pinned.' % (
+          ONE_THREAD, ONE_THREAD),
       ''] + balanced_lines(t, sizes)
 
 

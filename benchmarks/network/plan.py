@@ -105,27 +105,28 @@ def unbucketed(strategy):
 # processor of the machine (worker k to processor k, by the task entry's
 # PINNED_FLAG; the PS task and the controller keep every processor), as a
 # worker host of its own would run, where the shared cells let both
-# workers' threads run on both processors. Beside each strategy's
-# TensorFlow defaults, a task's server with SPARE_THREADS inter-op threads
-# (`--num_inter_threads`): its compute pool runs the graph's ops and also
-# serves the peers' requests (a collective's RecvBuf), which wait behind
-# the ops queued there while the pool's threads (TensorFlow makes one a
-# processor the task may run on: one, pinned) are all busy with the
-# backward pass. One thread to spare: of 2, 3, 4 and 6 a pinned worker,
-# collective_all_reduce's step at 165mbit was shortest with 2 and 3 (a
-# trial of 2026-12-06 at a4ebfe3's library, two rounds: 78-80 ms against
-# 104-108 ms with the default one, 82-83 ms with 4, 91-93 ms with 6).
+# workers' threads run on both processors. Each strategy with the
+# benchmark's inter-op pool (one thread more than the task's processors: 2
+# a pinned worker) and with ONE_THREAD inter-op thread a task
+# (`--num_inter_threads 1`, the size TensorFlow itself gives a pinned
+# worker's pool): the pool runs the graph's ops and also serves the peers'
+# requests (a collective's RecvBuf), which wait behind the ops queued there
+# while its threads are all busy with the backward pass. Of 2, 3, 4 and 6
+# threads a pinned worker, collective_all_reduce's step at 165mbit was
+# shortest with 2 and 3 (a trial of 2026-12-06 at a4ebfe3's library, two
+# rounds: 78-80 ms against 104-108 ms with one, 82-83 ms with 4, 91-93 ms
+# with 6).
 PINNED = ', a processor a worker'
 PINNED_FLAG = '--pinned_worker'
-SPARE_THREADS = 2
-SPARE_POOL = ', %d inter-op threads' % SPARE_THREADS
+ONE_THREAD = 1
+ONE_POOL = ', %d inter-op thread a task' % ONE_THREAD
 PINNED_TRIALS = ('collective_all_reduce', DAR, 'staged parameter_server')
 PINNED_LABELS = collections.OrderedDict()
 for _strategy in PINNED_TRIALS:
   _flags, _kind = STRATEGIES[_strategy]
   PINNED_LABELS[_strategy + PINNED] = (_flags, _kind)
-  PINNED_LABELS[_strategy + PINNED + SPARE_POOL] = (
-      _flags + ['--num_inter_threads', str(SPARE_THREADS)], _kind)
+  PINNED_LABELS[_strategy + PINNED + ONE_POOL] = (
+      _flags + ['--num_inter_threads', str(ONE_THREAD)], _kind)
 
 
 def pinned(strategy):
@@ -395,8 +396,8 @@ SUBSETS = collections.OrderedDict([
         not pinned(cell.strategy))),
     ('pinned', (
         'the all-reduces and the staged PS of the balanced family with '
-        'every worker on a processor of its own, with TensorFlow\'s thread '
-        'pools and with %d inter-op threads a task' % SPARE_THREADS,
+        'every worker on a processor of its own, with the benchmark\'s '
+        'inter-op pools and with %d inter-op thread a task' % ONE_THREAD,
         lambda cell: cell.workload == BALANCED_WORKLOAD and
         pinned(cell.strategy))),
     ('googlenet', (

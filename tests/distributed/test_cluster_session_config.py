@@ -2,6 +2,8 @@
 ConfigProto of every task's server (whose thread pools run the steps' ops)
 and of its sessions, PS tasks and workers alike."""
 
+import os
+
 import pytest
 import tensorflow as _tf
 
@@ -22,15 +24,22 @@ def _args(job, more):
       environ={})
 
 
+# One inter-op thread more than the processors this process may run on.
+SPARE = len(os.sched_getaffinity(0)) + 1
+
+
 @pytest.mark.parametrize('flags,intra,inter', [
-    ([], 0, 0),
+    ([], 0, SPARE),
+    (['--num_inter_threads', '0'], 0, SPARE),
     (['--num_intra_threads', '3', '--num_inter_threads', '2'], 3, 2),
+    (['--num_inter_threads', '1'], 0, 1),
 ])
 def test_thread_flags_reach_every_server_and_session_config(flags, intra,
                                                             inter):
   """--num_intra_threads/--num_inter_threads in the ConfigProto of a
   task's server (whose pools run the steps) and of its sessions, for a PS
-  and a worker alike; unset, TensorFlow's choice (0)."""
+  and a worker alike; unset, TensorFlow's intra-op choice (0) and one
+  inter-op thread more than the task's processors."""
   for job in ('ps', 'worker'):
     args = _args(job, flags)
     spec = task_spec.from_flags(job, 0, args.ps_hosts, args.worker_hosts)
@@ -39,6 +48,20 @@ def test_thread_flags_reach_every_server_and_session_config(flags, intra,
       assert config.intra_op_parallelism_threads == intra
       assert config.inter_op_parallelism_threads == inter
       assert config.device_count['CPU'] == 2
+
+
+@pytest.mark.parametrize('processors', [{0}, {0, 1, 2}])
+def test_unset_inter_threads_are_the_processors_plus_one(monkeypatch,
+                                                         processors):
+  """A worker held to one processor gets a pool of 2 inter-op threads
+  (TensorFlow's own: 1), one of three gets 4; a server started without
+  flags too."""
+  monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: set(processors))
+  expected = len(processors) + 1
+  assert servers.inter_op_threads(_args('worker', [])) == expected
+  assert servers.inter_op_threads(None) == expected
+  assert servers.server_config(tf, None, 1).inter_op_parallelism_threads == (
+      expected)
 
 
 class _Started(Exception):

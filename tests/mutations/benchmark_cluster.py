@@ -156,11 +156,21 @@ MUTATIONS = [
     dict(name='servers-intra-and-inter-swapped',
          path='variable_mgr/benchmark/cluster/servers.py',
          old='  if intra:\n    config.intra_op_parallelism_threads = intra\n'
-             '  if inter:\n    config.inter_op_parallelism_threads = inter\n',
+             '  config.inter_op_parallelism_threads = inter_op_threads('
+             'options)\n',
          new='  if intra:\n    config.inter_op_parallelism_threads = intra\n'
-             '  if inter:\n    config.intra_op_parallelism_threads = inter\n',
+             '  config.intra_op_parallelism_threads = inter_op_threads('
+             'options)\n',
          tests=[SESSION + 'test_thread_flags_reach_every_server_and_session_'
                 'config']),
+    # The spare thread forgotten: an unset --num_inter_threads gives a
+    # cluster task TensorFlow's one thread a processor.
+    dict(name='servers-no-spare-inter-op-thread',
+         path='variable_mgr/benchmark/cluster/servers.py',
+         old='  return processors + 1\n',
+         new='  return processors\n',
+         tests=[SESSION + 'test_unset_inter_threads_are_the_processors_plus_'
+                'one']),
     # --op_timeout_secs given to ConfigProto as milliseconds: every call
     # times out a thousand times sooner. The test was written for this entry.
     dict(name='servers-op-timeout-in-seconds',

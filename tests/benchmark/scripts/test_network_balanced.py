@@ -62,15 +62,15 @@ def test_the_balanced_subset_of_every_cell(plan):
 
 
 def test_the_pinned_subset_runs_each_strategy_at_its_shared_rates(plan):
-  """Each pinned label, with and without the spare threads, at its
-  strategy's three rates and unshaped; the spare label passes
-  --num_inter_threads and only there; the task entry's flag goes on every
-  pinned cell's command and no other."""
+  """Each pinned label, with the benchmark's pools and with one thread a
+  task, at its strategy's three rates and unshaped; the one-thread label
+  passes --num_inter_threads 1 and only it does; the task entry's flag goes
+  on every pinned cell's command and no other."""
   cells = plan.subset_plan(plan.FULL, 'pinned')['cells']()
   assert len(set(cells)) == len(cells) == 3 * 2 * 4
   for strategy in plan.PINNED_TRIALS:
     for label in (strategy + plan.PINNED,
-                  strategy + plan.PINNED + plan.SPARE_POOL):
+                  strategy + plan.PINNED + plan.ONE_POOL):
       assert plan.unpinned(label) == strategy
       assert plan.BALANCED_RATES[label] == plan.BALANCED_RATES[strategy]
       assert plan.kind(label) == plan.kind(strategy)
@@ -81,8 +81,10 @@ def test_the_pinned_subset_runs_each_strategy_at_its_shared_rates(plan):
       flags = plan.LABELS[label][0]
       assert flags[:len(plan.STRATEGIES[strategy][0])] == (
           plan.STRATEGIES[strategy][0])
-      spare = ['--num_inter_threads', str(plan.SPARE_THREADS)]
-      assert (flags[-2:] == spare) == label.endswith(plan.SPARE_POOL)
+      assert ('--num_inter_threads' in flags) == label.endswith(
+          plan.ONE_POOL)
+      if label.endswith(plan.ONE_POOL):
+        assert flags[-2:] == ['--num_inter_threads', '1']
 
 
 def test_a_pinned_cell_pins_its_workers_alone(plan):
@@ -358,9 +360,9 @@ def test_every_subset_has_its_section(plan):
 
 def test_the_pinned_subset_s_section_says_what_differs(plan):
   """The pinned file's method line and section name the processor a
-  worker and the spare threads; a shared run's say neither."""
+  worker and the one-thread cells; a shared run's say neither."""
   text = importlib.import_module('benchmarks.network.text')
-  label = 'collective_all_reduce' + plan.PINNED + plan.SPARE_POOL
+  label = 'collective_all_reduce' + plan.PINNED + plan.ONE_POOL
   cell = plan.Cell(165 * 10**6, 'resnet20', 2, 1, label)
   results = {'plan': [plan.key(cell)], 'runs': [_run(cell, 0, 0.09)],
              'sizes': {'resnet20': MODEL}, 'bytes': {'resnet20': 1e6},
@@ -375,7 +377,8 @@ def test_the_pinned_subset_s_section_says_what_differs(plan):
       'one' in method[0]
   assert any(l.startswith('In these cells every worker task runs on a '
                           'processor of its own') and
-             '%d threads' % plan.SPARE_THREADS in l for l in lines)
+             '"1 inter-op thread a task"' in l and
+             '`--num_inter_threads 1`' in l for l in lines)
   row = [l for l in lines if l.startswith('| 165mbit, 2 workers x 1 |')]
   assert row and '| %s |' % label in row[0]
   shared = dict(results, plan=[plan.key(cell._replace(

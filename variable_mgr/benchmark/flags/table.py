@@ -271,7 +271,8 @@ DATA_FLAGS = (
     flag('num_intra_threads', t.int_at_least(0), None,
          'threads of one op (default: TensorFlow\'s)'),
     flag('num_inter_threads', t.int_at_least(0), 0,
-         'ops run at once (0: TensorFlow\'s choice)'),
+         'ops run at once (0: TensorFlow\'s choice on one machine, one more '
+         'than the task\'s processors on a cluster task)'),
     flag('save_model_secs', t.int_at_least(0), 0,
          'also save a checkpoint into --train_dir every this many seconds '
          '(0: off)'),
