@@ -340,8 +340,8 @@ def _summaries(config, mgr, average_loss, learning_rate, tower_grads):
       name = base.canonical_name(v.op.name)
       summaries.append(tf.summary.scalar('gradient_norm/' + name, norm))
     if norms:
-      summaries.append(tf.summary.scalar(
-          'gradient_norm/global', tf.sqrt(compat.sum_in_order([n * n for n in norms]))))
+      global_norm = tf.sqrt(compat.sum_in_order([n * n for n in norms]))
+      summaries.append(tf.summary.scalar('gradient_norm/global', global_norm))
   if config.summary_verbosity >= 3:
     for name, var in sorted(mgr.get_variables_to_save().items()):
       if var.dtype.base_dtype.is_floating:
