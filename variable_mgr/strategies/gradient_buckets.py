@@ -56,11 +56,14 @@ from variable_mgr.compat import tf
 # bucket held most of the model and left only late in the backward pass,
 # and at or near the best of one gradient a bucket (which pays a
 # collective's fixed cost 65 times a step) and 64 KiB. distributed_all_reduce
-# takes the same: at the 1x rate (benchmarks/NETWORK_BUCKETS_RESULTS.md) its
-# step was 110 ms with 256 KiB, 109 ms with 64 KiB, 121 ms with one gradient
-# a bucket and 130 ms with 1 MiB. parameter_server's pushes default to one
-# gradient a push instead: buckets of 64 KiB to 1 MiB made them no faster
-# there (111 ms alone against 113-122 ms; staged 118 against 118-128 ms).
+# takes the same: at the 1x rate (benchmarks/NETWORK_BUCKETS_RESULTS.md,
+# commit 869a4db) its step was 118 ms with 256 KiB, 120 ms with 64 KiB, 131
+# ms with one gradient a bucket and 136 ms with 1 MiB. parameter_server's
+# pushes default to one gradient a push instead: in the run of 4035ea4
+# buckets of 64 KiB to 1 MiB made them no faster (111 ms alone against
+# 113-122 ms; staged 118 against 118-128 ms), in that of 869a4db faster
+# (122-129 ms against 141; staged 126-142 against 146), on unshaped steps
+# that varied as much between its cells (docs/network-benchmarks.md).
 DEFAULT_BUCKET_BYTES = 256 << 10
 
 
