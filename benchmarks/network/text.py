@@ -196,7 +196,8 @@ SUBSET_SECTIONS = {
     'pinned': ('A processor a worker (issue 32): steps against '
                'max(c0, bound)',
                'resnet20, 2 workers, each on a processor of its own, with '
-               'TensorFlow\'s thread pools and with a spare inter-op thread',
+               'the benchmark\'s inter-op pools (a spare thread) and with one '
+               'thread a task',
                pinned_lines),
     'buckets': ('Bucket sizes (issue 32): steps against max(c0, bound)',
                 'resnet20, 2 workers, each bucket size beside its '
