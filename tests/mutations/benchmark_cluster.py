@@ -167,8 +167,8 @@ MUTATIONS = [
     # cluster task TensorFlow's one thread a processor.
     dict(name='servers-no-spare-inter-op-thread',
          path='variable_mgr/benchmark/cluster/servers.py',
-         old='  return processors + 1\n',
-         new='  return processors\n',
+         old='  return (markdown.processors() or 1) + 1\n',
+         new='  return markdown.processors() or 1\n',
          tests=[SESSION + 'test_unset_inter_threads_are_the_processors_plus_'
                 'one']),
     # --op_timeout_secs given to ConfigProto as milliseconds: every call

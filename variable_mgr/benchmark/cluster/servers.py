@@ -13,7 +13,7 @@ TensorFlow's choice and the inter-op pool gets one thread more than the
 processors the task may run on (`inter_op_threads`).
 """
 
-import os
+from variable_mgr.benchmark.reports import markdown
 
 
 def _group_leader(config):
@@ -38,9 +38,7 @@ def inter_op_threads(options):
   inter = getattr(options, 'num_inter_threads', None)
   if inter:
     return inter
-  affinity = getattr(os, 'sched_getaffinity', None)
-  processors = len(affinity(0)) if affinity else (os.cpu_count() or 1)
-  return processors + 1
+  return (markdown.processors() or 1) + 1
 
 
 def _threads(config, options):

@@ -115,6 +115,15 @@ def source_state(root, paths=('variable_mgr', 'benchmarks', 'setup.py')):
   return text
 
 
+def processors():
+  """The processors this process may run on (`nproc`); where the system
+  cannot say which, all of them, or None if it cannot say that either."""
+  try:
+    return len(os.sched_getaffinity(0))
+  except AttributeError:  # Not Linux.
+    return os.cpu_count()
+
+
 def machine():
   """(CPU model, processors this process may use (`nproc`), ', N GiB RAM'
   or '') of this machine."""
@@ -134,11 +143,7 @@ def machine():
       memory = ', %.1f GiB RAM' % (total_kib / 1024.0 / 1024.0)
   except (OSError, ValueError, IndexError):
     pass
-  try:
-    processors = len(os.sched_getaffinity(0))
-  except AttributeError:  # Not Linux.
-    processors = os.cpu_count() or 0
-  return cpu, processors, memory
+  return cpu, processors() or 0, memory
 
 
 def header(title, script, source, command, elapsed, tf_version):
