@@ -82,6 +82,16 @@ def run_modes(workdir, modes, runs, python, extra):
   return bad
 
 
+def _why(own, mine):
+  """The cause a test's row shows: the project's where it does not pass,
+  else master's own's where that does not."""
+  if mine[0] not in ('pass', 'skip'):
+    return mine[1]
+  if own[0] not in ('pass', 'skip'):
+    return 'own: ' + own[1]
+  return ''
+
+
 def run_tests(workdir, files, python, gpu_check, select):
   """Prints each test's outcomes and a count a file; returns the tests that
   pass with master's own and not with the project."""
@@ -92,7 +102,8 @@ def run_tests(workdir, files, python, gpu_check, select):
         workdir, kind, name, python, gpu_check=gpu_check, select=select))
                     for kind in upstream_master.KINDS)
     print('\n%s\n' % name)
-    print('| test | master own | project | why (project, when it differs) |')
+    print('| test | master own | project | why (the project\'s, else master '
+          'own\'s, where it does not pass) |')
     print('|---|---|---|---|')
     tests = list(outcomes['own']) + [t for t in outcomes['project']
                                      if t not in outcomes['own']]
@@ -102,7 +113,7 @@ def run_tests(workdir, files, python, gpu_check, select):
       mine = outcomes['project'].get(test, ('missing', ''))
       for kind, result in (('own', own), ('project', mine)):
         counts[kind][result[0]] = counts[kind].get(result[0], 0) + 1
-      why = mine[1] if own[0] != mine[0] else ''
+      why = _why(own, mine)
       print('| %s | %s | %s | %s |' % (test, own[0], mine[0],
                                        why.replace('|', '/')[:200]))
       if own[0] == 'pass' and mine[0] != 'pass':
@@ -151,7 +162,9 @@ def main(argv=None):
              upstream_master.UPSTREAM_ENV)
   workdir = args.workdir or tempfile.mkdtemp(prefix='upstream_master_')
   upstream_master.prepare(upstream, workdir)
-  print('master: %s; copies in %s; %s' % (upstream, workdir, args.python))
+  print('master: %s; copies in %s; %s; %s=%s' % (
+      upstream, workdir, args.python, upstream_master.ONEDNN,
+      os.environ.get(upstream_master.ONEDNN, '1')))
   bad = []
   if not args.no_modes:
     names = [n for n in args.modes.split(',') if n]

@@ -112,12 +112,11 @@ runpy.run_path('tf_cnn_benchmarks.py', run_name='__main__')
 '''
 
 _RUN_TESTS = '''"""Runs master's test file argv[1] as its __main__ does; one JSON line
-a test (id, outcome, first line of the failure) to argv[2]."""
+a test (id, outcome, the failure's class and message) to argv[2]."""
 import importlib
 import json
 import os
 import sys
-import traceback
 import unittest
 sys.path.insert(0, os.getcwd())
 from absl import flags
@@ -135,12 +134,9 @@ out = open(sys.argv[2], 'a')
 
 class Recorder(unittest.TextTestResult):
   def _put(self, test, outcome, err=None):
-    why = ''
-    if err is not None:
-      lines = traceback.format_exception_only(err[0], err[1])
-      why = lines[-1].strip()[:300] if lines else ''
+    error, message = (err[0].__name__, str(err[1])) if err else ('', '')
     out.write(json.dumps({'test': test.id(), 'outcome': outcome,
-                          'why': why}) + '\\n')
+                          'error': error, 'message': message}) + '\\n')
     out.flush()
   def addSuccess(self, test):
     super().addSuccess(test); self._put(test, 'pass')
@@ -234,7 +230,8 @@ def _has_module(python, name):
 
 def environment(workdir, kind, python):
   """The environment of a run in copy `kind`: the package on the path for
-  `project` only, tf_keras's Keras 2 for `tf.compat.v1.layers`, no GPU."""
+  `project` only, tf_keras's Keras 2 for `tf.compat.v1.layers`, no GPU,
+  oneDNN's kernels on."""
   env = dict(os.environ)
   path = []
   if kind == 'project':
@@ -245,8 +242,18 @@ def environment(workdir, kind, python):
   env['TF_USE_LEGACY_KERAS'] = '1'
   env['TF_CPP_MIN_LOG_LEVEL'] = '2'
   env['CUDA_VISIBLE_DEVICES'] = ''
+  # oneDNN's kernels, whatever the processor (a value the user set is
+  # kept): master's tests build NCHW convolutions, whose gradients
+  # TensorFlow 2.x computes on the CPU only with them ("Conv2DCustomBackprop
+  # FilterOp only supports NHWC" otherwise), and it turns them on by itself
+  # only on processors with AVX-512 or AVX-VNNI features. The modes' losses
+  # then compare across such machines and others.
+  env.setdefault(ONEDNN, '1')
   return env
 
+
+# The switch of TensorFlow's oneDNN kernels (see `environment`).
+ONEDNN = 'TF_ENABLE_ONEDNN_OPTS'
 
 _LOSS_LINE = re.compile(r'^(\d+)\timages/sec: .*\t(\S+)$')
 
@@ -355,6 +362,17 @@ def run_mode(workdir, kind, mode, python=sys.executable, timeout=600,
   return RunResult(parse_losses(texts[reporter]), ok, output)
 
 
+def failure_line(error, message):
+  """A failed test's class and cause lines (TensorFlow's wrapping and the
+  stack traces its message quotes left out, as the benchmark reports an
+  error); '' for none."""
+  if not error:
+    return ''
+  from variable_mgr.benchmark.runs import exit_status  # pylint: disable=g-import-not-at-top
+  causes = exit_status.cause_lines(message) or message.strip().splitlines()[:1]
+  return ': '.join([error] + ([' | '.join(causes)] if causes else []))
+
+
 def run_test_file(workdir, kind, name, python=sys.executable, timeout=1800,
                   gpu_check=True, select=()):
   """`{test id: (outcome, why)}` of master's test file `name` in copy
@@ -387,7 +405,8 @@ def run_test_file(workdir, kind, name, python=sys.executable, timeout=1800,
     with open(path) as f:
       for line in f:
         item = json.loads(line)
-        results[item['test']] = (item['outcome'], item['why'])
+        results[item['test']] = (item['outcome'], failure_line(
+            item['error'], item['message']))
     if status is not None:
       results[name] = status
     elif process.returncode != 0 and not results:
