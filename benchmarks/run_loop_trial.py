@@ -18,6 +18,8 @@ network:
   the step's compute alone.
 * `step`: one step a `Session.run`: forward, backward, an all-reduce a
   variable, its update. The step of today's strategies.
+* `split`: `step` with each gradient all-reduced in two parts as
+  `loop_split` below sends them: what the split does without the loop.
 * `loop`: STEPS_PER_RUN steps a run in a `tf.compat.v1.while_loop`
   (parallel_iterations 2). Each variable carries a token through the loop:
   the next iteration reads the variable after its token, which this
@@ -63,7 +65,8 @@ for _path in (HERE, ROOT):
 from variable_mgr.benchmark.reports import markdown
 from variable_mgr.benchmark.reports import measure
 
-MODES = ('compute', 'step', 'loop', 'loop_first', 'loop_split')
+MODES = ('compute', 'step', 'split', 'loop', 'loop_first', 'loop_split')
+ONE_STEP_MODES = ('compute', 'step', 'split')
 GROUP_KEY = 1
 INSTANCE_KEY = 100
 PORT = 2222
@@ -117,7 +120,7 @@ def build(spec, mode, reduce_fn):
     new_tokens = []
     previous = None
     for i, (var, grad, token) in enumerate(zip(variables, grads, tokens)):
-      if mode == 'loop_split':
+      if mode in ('split', 'loop_split'):
         grad, previous = reduce_split(i, grad, previous)
       elif mode != 'compute':
         chain = mode == 'loop_first' and previous is not None
@@ -130,7 +133,7 @@ def build(spec, mode, reduce_fn):
     return new_tokens
 
   zeros = [tf.constant(0.0)] * len(variables)
-  if mode in ('step', 'compute'):
+  if mode in ONE_STEP_MODES:
     return tf.group(one_step(zeros)), variables
 
   def body(i, *tokens):
@@ -143,7 +146,7 @@ def build(spec, mode, reduce_fn):
 
 
 def steps_a_run(spec, mode):
-  return 1 if mode in ('step', 'compute') else spec['steps_per_run']
+  return 1 if mode in ONE_STEP_MODES else spec['steps_per_run']
 
 
 def run_steps(sess, fetch, spec, mode):

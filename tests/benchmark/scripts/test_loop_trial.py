@@ -34,8 +34,8 @@ def _numpy_sgd(spec, steps):
   return weights
 
 
-@pytest.mark.parametrize('mode', ['compute', 'step', 'loop', 'loop_first',
-                                  'loop_split'])
+@pytest.mark.parametrize('mode', ['compute', 'step', 'split', 'loop',
+                                  'loop_first', 'loop_split'])
 def test_each_mode_is_numpys_sgd(mode):
   script = scriptlib.load('run_loop_trial')
   with tf.Graph().as_default():
