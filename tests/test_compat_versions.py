@@ -14,7 +14,6 @@ can be (`compat.collectives_lack_half` monkeypatched), so that 2.x runs the
   device is taken as it is.
 """
 
-import socket
 
 import numpy as np
 import pytest
@@ -24,6 +23,7 @@ import variable_mgr
 from variable_mgr import compat
 from variable_mgr.allreduce import algorithms
 from variable_mgr.allreduce import layout
+from variable_mgr.benchmark.runs import in_process
 from variable_mgr.strategies import collective_all_reduce
 
 tf1 = tf.compat.v1
@@ -33,15 +33,6 @@ LACKS_HALF = compat.collectives_lack_half()
 HALF = dict(rtol=2e-3, atol=4e-3)
 SHAPES = [(), (1,), (7,), (3, 5)]
 LEARNING_RATE = 0.5
-
-
-def _free_port():
-  sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-  try:
-    sock.bind(('127.0.0.1', 0))
-    return sock.getsockname()[1]
-  finally:
-    sock.close()
 
 
 def _lack_half(monkeypatch, value):
@@ -262,9 +253,12 @@ def test_strategy_float16_step_with_device_less_gradients(
     _lack_half(monkeypatch, lack)
   wide = LACKS_HALF if lack is None else lack
   carried = tf.float32 if wide else tf.float16
-  cluster = tf1.train.ClusterSpec({'worker': [
-      '127.0.0.1:%d' % _free_port() for _ in range(2)]})
   config = collective_all_reduce.set_collective_group_leader(_config(1))
+  # The servers first: start_servers picks new ports when one is taken.
+  cluster, servers = in_process.start_servers([('worker', 2)],
+                                              lambda job, k: config)
+  cluster = tf1.train.ClusterSpec(cluster)
+  servers = servers['worker']
   built = [_worker_graph(cluster, k) for k in range(2)]
   for graph, _, _, _, _ in built:
     for op_type in ('CollectiveReduce', 'CollectiveBcastSend',
@@ -274,8 +268,6 @@ def test_strategy_float16_step_with_device_less_gradients(
     assert len(_ops(graph, 'CollectiveReduce')) == 1
     for op in _ops(graph, 'CollectiveReduce'):
       assert op.inputs[0].device
-  servers = [tf1.train.Server(cluster, job_name='worker', task_index=k,
-                              config=config, start=True) for k in range(2)]
   results = [None, None]
 
   def work(k):

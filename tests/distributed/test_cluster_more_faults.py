@@ -23,6 +23,7 @@ import tensorflow as _tf
 
 import clusterlib
 from variable_mgr.benchmark.cluster import liveness
+from variable_mgr.benchmark.runs import in_process
 
 tf = _tf.compat.v1
 
@@ -270,7 +271,7 @@ def test_worker_gives_up_on_a_chief_that_never_initialises(tasks):
   try:
     chief_host = '127.0.0.1:%d' % chief_port
     for _ in range(clusterlib.PORT_ATTEMPTS):
-      ps_port, worker_port = _free_port(), _free_port()
+      ps_port, worker_port = in_process.free_ports(2)
       ps_hosts = ['127.0.0.1:%d' % ps_port]
       worker_hosts = [chief_host, '127.0.0.1:%d' % worker_port]
       ps = tasks.start(_cluster_flags(ps_hosts, worker_hosts, 'ps', 0))
@@ -298,24 +299,27 @@ def test_a_task_exits_when_its_launcher_s_pipe_closes(tasks):
   """A task a launcher started holds the read end of the launcher's pipe:
   a PS that would wait a minute for its workers exits at once when the
   pipe's last write end closes (the launcher is gone), saying so."""
-  ps, worker = '127.0.0.1:%d' % _free_port(), '127.0.0.1:%d' % _free_port()
-  flags = _cluster_flags([ps], [worker], 'ps', 0)
-  flags[flags.index('--startup_timeout_secs') + 1] = '60'
-  read_fd, write_fd = os.pipe()
-  try:
-    process = tasks.start(flags, env={LAUNCHER_FD_ENV: str(read_fd)},
-                          pass_fds=(read_fd,))
-  finally:
-    os.close(read_fd)
-  try:
-    end = time.time() + clusterlib.PROCESS_START_SECS
-    while liveness.connect(ps) != liveness.CONNECTED:
-      assert process.poll() is None and time.time() < end, (
-          process.communicate()[0])
-      time.sleep(0.2)
-  finally:
-    os.close(write_fd)
-  output, _ = process.communicate(timeout=20)
+  for _ in range(clusterlib.PORT_ATTEMPTS):
+    ps, worker = ['127.0.0.1:%d' % port for port in in_process.free_ports(2)]
+    flags = _cluster_flags([ps], [worker], 'ps', 0)
+    flags[flags.index('--startup_timeout_secs') + 1] = '60'
+    read_fd, write_fd = os.pipe()
+    try:
+      process = tasks.start(flags, env={LAUNCHER_FD_ENV: str(read_fd)},
+                            pass_fds=(read_fd,))
+    finally:
+      os.close(read_fd)
+    try:
+      end = time.time() + clusterlib.PROCESS_START_SECS
+      while (liveness.connect(ps) != liveness.CONNECTED and
+             process.poll() is None):
+        assert time.time() < end, 'the PS never listened'
+        time.sleep(0.2)
+    finally:
+      os.close(write_fd)
+    output, _ = process.communicate(timeout=20)
+    if clusterlib.PORT_TAKEN not in output:
+      break  # Else its port was taken before it bound it: again.
   assert process.returncode == 1, output
   assert 'the launcher is gone: exiting' in output
 
@@ -324,21 +328,20 @@ def test_a_controller_whose_workers_never_come_says_so_every_5_s(tasks):
   """distributed_all_reduce's controller waits for its workers' ports: one
   line every WAIT_REPORT_SECS (not one a probe), then, at
   --startup_timeout_secs, an error naming every worker not up."""
-  controller, one, two = ['127.0.0.1:%d' % _free_port() for _ in range(3)]
-  process = tasks.start(clusterlib.BASE_FLAGS + [
-      '--variable_update', 'distributed_all_reduce', '--all_reduce_spec',
-      'xring', '--job_name', 'controller', '--controller_host', controller,
-      '--worker_hosts', '%s,%s' % (one, two), '--startup_timeout_secs',
-      str(liveness.WAIT_REPORT_SECS + 2)])
-  output, _ = process.communicate(
-      timeout=liveness.WAIT_REPORT_SECS + 2 + clusterlib.PROCESS_START_SECS)
-  assert process.returncode == 1, output
+  one, two = ['127.0.0.1:%d' % port for port in in_process.free_ports(2)]
+  timeout = liveness.WAIT_REPORT_SECS + 2
+  status, output, _ = _run_until_exit(
+      tasks, lambda port: clusterlib.BASE_FLAGS + [
+          '--variable_update', 'distributed_all_reduce', '--all_reduce_spec',
+          'xring', '--job_name', 'controller', '--controller_host',
+          '127.0.0.1:%d' % port, '--worker_hosts', '%s,%s' % (one, two),
+          '--startup_timeout_secs', str(timeout)])
+  assert status == 1, output
   waiting = [l for l in output.splitlines()
              if l == 'controller: waiting for worker:0, worker:1']
   assert len(waiting) == 1, output
   assert ('task controller: worker:0 at %s, worker:1 at %s did not come up '
-          'within --startup_timeout_secs=%g' % (
-              one, two, liveness.WAIT_REPORT_SECS + 2)) in output
+          'within --startup_timeout_secs=%g' % (one, two, timeout)) in output
 
 
 def test_launcher_refuses_to_run_inside_a_task(tasks):
