@@ -98,7 +98,10 @@ machine's load:
   step's updates. `--subset balanced` runs these 76 cells alone; `--subset
   buckets` the bucket sizes and their strategies' defaults at the rate where
   the bound is about c0, and unshaped (32 cells; `--plan --subset NAME`
-  estimates the time);
+  estimates the time); `--subset c0` the unshaped cells of the seven
+  strategies alone (their default buckets), which set the plan's c0
+  (`BALANCED_C0_MS`) on the machine as it is, and gives the rates they
+  put the bound at 2x, 1x and 0.5x of it;
 - the second balanced family (issue 32, not in the full plan): googlenet on
   imagenet's synthetic images (28.0 MB of variables, batch 32 a worker, one
   tower), a convolutional model with real compute and tens of MB of
@@ -223,7 +226,7 @@ six unshaped cells; 2 rounds of 4 timed steps; 10-15 minutes) writes
 `benchmarks/RESULTS.md` (run_benchmarks.py keeps it); `--output` writes
 the whole file elsewhere and RESULTS.md not at all. `--subset NAME` runs
 only the cells of that subset (`allreduce`, `balanced`, `googlenet`,
-`buckets`, `pinned`) and writes
+`buckets`, `pinned`, `c0`) and writes
 `benchmarks/NETWORK_<NAME>_RESULTS.md` (`_quick` with `--quick`), naming
 the commit measured and the subset, and leaves NETWORK_RESULTS.md and
 RESULTS.md alone; `--rounds N` runs N rounds instead of the plan's 2.

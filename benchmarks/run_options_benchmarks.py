@@ -457,8 +457,9 @@ def main(argv=None):
   lines = section_lines(results, plan, source, command, time.time() - start)
   if args.output or args.quick:
     output = args.output or os.path.join(HERE, 'OPTIONS_RESULTS_quick.md')
-    markdown.write(output, ['# Training options benchmark (a check)', ''] +
-                 lines)
+    title = 'Training options benchmark' + (' (a check)' if args.quick
+                                             else '')
+    markdown.write(output, ['# ' + title, ''] + lines)
   else:
     import run_benchmarks  # pylint: disable=g-import-not-at-top
     output = os.path.join(HERE, 'RESULTS.md')

@@ -9,12 +9,16 @@ from variable_mgr.benchmark.reports import markdown
 from .allreduce import host_mb
 from .allreduce import mb_text
 from .allreduce import ring_bytes
+from .plan import BALANCED_C0_MS
+from .plan import BALANCED_BYTES
+from .plan import BALANCED_RATIOS
 from .plan import BALANCED_WORKLOAD
 from .plan import FAMILIES
 from .plan import GOOGLENET
 from .plan import ONE_THREAD
 from .plan import Cell
 from .plan import TWO_TOWERS
+from .plan import balanced_rates
 from .plan import batch
 from .plan import kind
 from .plan import num_ps_of
@@ -172,3 +176,34 @@ def pinned_lines(t, sizes):
 def googlenet_lines(t, sizes):
   """The section of the googlenet family."""
   return balanced_lines(t, sizes, GOOGLENET)
+
+
+def c0_lines(t, sizes):
+  """The section of the balanced family's unshaped cells (`--subset c0`):
+  each strategy's c0, the plan's table beside it, and the rates the
+  measured c0 gives."""
+  del sizes
+  rows = []
+  for strategy, planned in BALANCED_C0_MS.items():
+    cell = Cell(None, BALANCED_WORKLOAD, 2, num_ps_of(strategy, 1), strategy)
+    steps = list(t.steps(cell).values())
+    if not steps:
+      continue
+    c0 = median_of(steps)
+    rows.append([strategy, ms_spread(steps), '%d ms' % planned,
+                 ', '.join('%d' % r for r in balanced_rates(
+                     BALANCED_BYTES, strategy, 1000 * c0))])
+  return [
+      'c0: a strategy\'s step on unshaped links, %s, 2 workers, batch %d '
+      'a tower, median over the rounds (range). The plan\'s c0 '
+      '(`network/plan.py`, BALANCED_C0_MS) sets the rates of the balanced, '
+      'buckets and pinned cells: at each rate the strategy\'s bound is %s '
+      'of it (`balanced_rates`); the last column gives the rates of the '
+      'c0 measured here.' % (
+          BALANCED_WORKLOAD, batch(BALANCED_WORKLOAD),
+          ', '.join('%gx' % r for r in BALANCED_RATIOS)), ''] + (
+              markdown.table(
+                  ['strategy', 'c0', 'the plan\'s c0',
+                   'rates (mbit) for a bound of %s of this c0' % ', '.join(
+                       '%gx' % r for r in BALANCED_RATIOS)],
+                  rows, 'llrl'))

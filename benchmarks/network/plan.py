@@ -1,5 +1,5 @@
 """The network benchmark's plan: its strategies and the kind of bound
-each meets, a cell, the full and quick plans, the goals, the order of a
+each meets, a cell, the full and quick plans, the order of a
 round and the steps of a cell (the script's docstring says why)."""
 
 import collections
@@ -267,11 +267,12 @@ BALANCED_C0_MS = collections.OrderedDict(
      ('distributed_replicated', 70), ('collective_all_reduce', 55),
      (DAR, 79), ('collective_all_reduce' + TWO_TOWERS, 103),
      (DAR_TWO_STAGE + TWO_TOWERS, 131)])
-BALANCED_C0_MS.update(
+# The bucket sizes and the pinned cells at their strategy's rates: a row
+# beside its default or shared twin at the same link.
+BALANCED_LABEL_C0_MS = collections.OrderedDict(BALANCED_C0_MS)
+BALANCED_LABEL_C0_MS.update(
     (label, BALANCED_C0_MS[unbucketed(label)]) for label in BUCKETED)
-# The pinned cells at their strategy's rates: a row beside its shared
-# twin at the same link.
-BALANCED_C0_MS.update(
+BALANCED_LABEL_C0_MS.update(
     (label, BALANCED_C0_MS[unpinned(label)]) for label in PINNED_LABELS)
 
 
@@ -311,7 +312,7 @@ def family(workload, nbytes, c0_ms):
 
 
 FAMILIES = collections.OrderedDict((f.workload, f) for f in (
-    family(BALANCED_WORKLOAD, BALANCED_BYTES, BALANCED_C0_MS),
+    family(BALANCED_WORKLOAD, BALANCED_BYTES, BALANCED_LABEL_C0_MS),
     family(GOOGLENET, GOOGLENET_BYTES, GOOGLENET_C0_MS)))
 BALANCED_RATES = FAMILIES[BALANCED_WORKLOAD].rates
 
@@ -405,6 +406,13 @@ SUBSETS = collections.OrderedDict([
         'googlenet, whose compute and 28 MB of variables are comparable, at '
         'three rates each and unshaped',
         lambda cell: cell.workload == GOOGLENET)),
+    ('c0', (
+        'the balanced family\'s strategies on resnet20 on unshaped links, '
+        'with their default buckets and inter-op pools: the c0 its rates '
+        'are set from (BALANCED_C0_MS)',
+        lambda cell: cell.rate is None and
+        cell.workload == BALANCED_WORKLOAD and cell.strategy in
+        BALANCED_C0_MS)),
     ('buckets', (
         'the balanced cells of the strategies with buckets, each bucket '
         'size, at the rate where the bound is about c0 and unshaped',
@@ -432,21 +440,6 @@ def subset_plan(plan, name):
   keep = SUBSETS[name][1]
   return dict(plan, name='%s, subset %s' % (plan['name'], name),
               subset=name, cells=lambda: [c for c in every() if keep(c)])
-
-
-GOAL_RATE, GOAL_WORKLOAD, GOAL_WORKERS = MBIT, 'lenet', 2
-GOALS = (
-    ('staged parameter_server', 'full_duplex', 1.15),
-    ('parameter_server', 'pull_then_push', 1.05),
-    ('distributed_replicated', 'pull_then_push', 1.05),
-    ('collective_all_reduce', 'ring', 1.10),
-    ('asynchronous parameter_server', 'full_duplex', 1.10),
-)
-TWO_PS_GOAL = 0.55
-BOUND_NAMES = collections.OrderedDict([
-    ('full_duplex', 'W x B_ps / R'), ('pull_then_push', '2 x W x B_ps / R'),
-    ('ring', '2(W-1)/W x B / R'), ('overlapped_sync', '(W+1) x B_ps / R'),
-    ('worker_link', 'worker link')])
 
 
 def round_order(cells, r, rounds):

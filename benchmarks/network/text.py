@@ -8,14 +8,15 @@ from variable_mgr.benchmark.reports import markdown
 
 from .allreduce import allreduce_lines
 from .balanced import balanced_lines
+from .balanced import c0_lines
 from .balanced import googlenet_lines
 from .balanced import pinned_lines
+from .goals import BOUND_NAMES
 from .goals import cause_bullets
 from .goals import cause_lines
 from .goals import goal_lines
 from .plan import BALANCED_WORKLOAD
 from .plan import GOOGLENET
-from .plan import BOUND_NAMES
 from .plan import Cell
 from .plan import TWINS
 from .plan import batch
@@ -199,6 +200,9 @@ SUBSET_SECTIONS = {
                'the benchmark\'s inter-op pools (a spare thread) and with one '
                'thread a task',
                pinned_lines),
+    'c0': ('The balanced family on unshaped links (issue 32): the c0 its '
+           'rates are set from',
+           'resnet20, 2 workers, every strategy\'s c0', c0_lines),
     'buckets': ('Bucket sizes (issue 32): steps against max(c0, bound)',
                 'resnet20, 2 workers, each bucket size beside its '
                 'strategy\'s default, where the bound is about c0',

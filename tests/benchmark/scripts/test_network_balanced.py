@@ -411,3 +411,48 @@ def test_pin_worker_holds_the_process_to_its_processor(argv, index):
   before, after = json.loads(out)
   assert after == (before if index is None else
                    [before[index % len(before)]])
+
+
+def test_the_c0_subset_is_each_strategy_unshaped_once(plan):
+  """`--subset c0`: the seven strategies of the c0 table on unshaped links,
+  resnet20, 2 workers; no bucket or pinned label (those take their
+  strategy's c0)."""
+  cells = plan.subset_plan(plan.FULL, 'c0')['cells']()
+  assert [c.strategy for c in cells] == list(plan.BALANCED_C0_MS)
+  assert len(cells) == 7
+  for cell in cells:
+    assert cell.rate is None and cell.workload == 'resnet20'
+    assert cell.workers == 2
+    assert cell.num_ps == (0 if plan.has_controller(cell.strategy) else 1)
+
+
+def test_the_c0_section_gives_the_rates_of_the_measured_c0(plan):
+  """Each strategy's c0 (median over the rounds, range) beside the plan's,
+  and the rates at which its bound over resnet20's bytes at 0.96 of the
+  rate is 2x, 1x and 0.5x of that c0, to a whole mbit."""
+  text = importlib.import_module('benchmarks.network.text')
+  subset = plan.subset_plan(plan.FULL, 'c0')
+  cells = subset['cells']()
+  ring, ps = cells[3], cells[0]
+  assert (ring.strategy, ps.strategy) == ('collective_all_reduce',
+                                          'parameter_server')
+  runs = [_run(ring, 0, 0.150), _run(ring, 1, 0.170), _run(ring, 2, 0.160),
+          _run(ps, 0, 0.300)]
+  results = {'plan': [plan.key(c) for c in cells], 'runs': runs,
+             'sizes': {'resnet20': MODEL}, 'bytes': {'resnet20': 1e6},
+             'rounds': 3, 'goodput': {}, 'cut': []}
+  lines = text.subset_lines(results, subset, 'abc', 'cmd', 60.0)
+  rows = [l for l in lines if l.startswith('| collective_all_reduce |') or
+          l.startswith('| parameter_server |')]
+  assert len(rows) == 2, lines
+
+  def mbit(times, c0, ratio):
+    return int(round(8.0 * 1089896 * times / (ratio * c0 * 0.96) / 1e6))
+
+  assert rows[0] == '| parameter_server | 300 ms, one round | %d ms | %s |' % (
+      plan.BALANCED_C0_MS['parameter_server'],
+      ', '.join(str(mbit(4, 0.300, r)) for r in (2.0, 1.0, 0.5)))
+  assert rows[1] == (
+      '| collective_all_reduce | 160 ms (150-170) | %d ms | %s |' % (
+          plan.BALANCED_C0_MS['collective_all_reduce'],
+          ', '.join(str(mbit(1, 0.160, r)) for r in (2.0, 1.0, 0.5))))
