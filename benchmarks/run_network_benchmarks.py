@@ -86,8 +86,8 @@ machine's load:
   `balanced_rates`), and collective_all_reduce and distributed_all_reduce
   with buckets of one gradient, 64 KiB and 1 MiB beside their default 256
   KiB, parameter_server and staged with pushes in buckets of 64 KiB, 256 KiB
-  and 1 MiB beside their default of one gradient a push, at the same rates,
-  and each on unshaped links; each cell's step against max(c0, bound), which
+  and 1 MiB beside their default of one gradient a push, at the middle rate
+  (the bound about c0), and each on unshaped links; each cell's step against max(c0, bound), which
   a step that hides its transfer behind the backward pass reaches, and
   against c0 + bound, which one that hides none of it takes, and, for the
   kinds whose transfers start only once the loss is computed (the
@@ -95,10 +95,13 @@ machine's load:
   max(c0, f + bound): f is the forward pass, its share of the unshaped
   cell's traced step (the last warm-up step) times c0; the transfer can hide
   behind the backward pass only, and the next run's forward pass reads this
-  step's updates. `--subset balanced` runs these 76 cells alone; `--subset
-  buckets` the bucket sizes and their strategies' defaults at the rate where
-  the bound is about c0, and unshaped (32 cells; `--plan --subset NAME`
-  estimates the time); `--subset c0` the unshaped cells of the seven
+  step's updates. `--subset balanced` runs the seven strategies' 28 cells
+  (their default buckets); `--subset buckets` the bucket sizes and their
+  strategies' defaults at the rate where the bound is about c0, and
+  unshaped (32 cells; `--plan --subset NAME` estimates the time; the bucket
+  sizes ran at all three rates in the balanced subset until the
+  2026-12-06 machine made its 76 cells too long for a run); `--subset c0`
+  the unshaped cells of the seven
   strategies alone (their default buckets), which set the plan's c0
   (`BALANCED_C0_MS`) on the machine as it is, and gives the rates they
   put the bound at 2x, 1x and 0.5x of it;

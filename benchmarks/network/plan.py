@@ -249,12 +249,13 @@ def allreduce_cells():
 
 # The balanced families (issue 32): models whose compute and transfer are
 # comparable. The first, resnet20 on cifar10 (BALANCED_BYTES of
-# variables), 2 workers, 1 PS. Each strategy at three rates where its bound is about 2x, 1x and
-# 0.5x of its c0 (`balanced_rates`): from the step each measured on
-# unshaped links of these machines (BALANCED_C0_MS, the quiet run of
-# NETWORK_BALANCED_RESULTS.md at 5408a5c) and a single TCP stream's goodput
-# of 0.96 x the rate. A bound's bytes a step: the ring's 2(W-1)/W x B is B
-# at 2 workers, the staged PS's W x B twice that, the synchronous PS's (and
+# variables), 2 workers, 1 PS. Each strategy at three rates where its bound
+# is about 2x, 1x and 0.5x of its c0 (`balanced_rates`): from the step each
+# measured on unshaped links of these machines (BALANCED_C0_MS: the medians
+# of `--subset c0`, NETWORK_C0_RESULTS.md at 188451e, to the ms; measure
+# them again when the machine changes) and a single TCP stream's goodput of
+# 0.96 x the rate. A bound's bytes a step: the ring's 2(W-1)/W x B is B at
+# 2 workers, the staged PS's W x B twice that, the synchronous PS's (and
 # distributed_replicated's) 2 x W x B four times; two towers a worker keep
 # the ring's bytes and about double the compute.
 BALANCED_WORKLOAD = 'resnet20'
@@ -263,10 +264,10 @@ BALANCED_GOODPUT = 0.96
 BALANCED_RATIOS = (2.0, 1.0, 0.5)
 BOUND_BYTES_TIMES = {'ring': 1, 'staged_ps': 2, 'sync_ps': 4}
 BALANCED_C0_MS = collections.OrderedDict(
-    [('parameter_server', 98), ('staged parameter_server', 80),
-     ('distributed_replicated', 70), ('collective_all_reduce', 55),
-     (DAR, 79), ('collective_all_reduce' + TWO_TOWERS, 103),
-     (DAR_TWO_STAGE + TWO_TOWERS, 131)])
+    [('parameter_server', 214), ('staged parameter_server', 243),
+     ('distributed_replicated', 239), ('collective_all_reduce', 195),
+     (DAR, 148), ('collective_all_reduce' + TWO_TOWERS, 346),
+     (DAR_TWO_STAGE + TWO_TOWERS, 277)])
 # The bucket sizes and the pinned cells at their strategy's rates: a row
 # beside its default or shared twin at the same link.
 BALANCED_LABEL_C0_MS = collections.OrderedDict(BALANCED_C0_MS)
@@ -319,11 +320,12 @@ BALANCED_RATES = FAMILIES[BALANCED_WORKLOAD].rates
 
 def balanced_cells():
   """The balanced families: every strategy of a family at its three
-  rates, then each on unshaped links (its c0)."""
+  rates (a bucket size at the middle one alone, where its bound is about
+  c0), then each on unshaped links (its c0)."""
   cells = []
   for f in FAMILIES.values():
     for strategy, rates in f.rates.items():
-      for rate in rates:
+      for rate in rates[1:2] if strategy in BUCKETED else rates:
         cells += layout(rate * 10**6, f.workload, 2, 1, [strategy])
     cells += layout(None, f.workload, 2, 1, list(f.rates))
   return cells
@@ -392,9 +394,10 @@ SUBSETS = collections.OrderedDict([
             ['collective_all_reduce', DAR] + list(TOWERED)))),
     ('balanced', (
         'every synchronous cluster strategy on resnet20, whose compute and '
-        'transfer are comparable, at three rates each and unshaped',
+        'transfer are comparable, at three rates each and unshaped, with '
+        'its default buckets',
         lambda cell: cell.workload == BALANCED_WORKLOAD and
-        not pinned(cell.strategy))),
+        not pinned(cell.strategy) and cell.strategy not in BUCKETED)),
     ('pinned', (
         'the all-reduces and the staged PS of the balanced family with '
         'every worker on a processor of its own, with the benchmark\'s '

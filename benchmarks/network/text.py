@@ -125,6 +125,8 @@ def goodput_text(results):
   for r, rate, values in results['goodput']:
     by_rate.setdefault(rate, []).append('round %d: %s' % (
         r + 1, ', '.join('%.1f' % (g / 1e6) for g in values)))
+  if not by_rate:
+    return 'none measured (every cell on unshaped links)'
   return '; '.join('%s: %s Mbit/s' % (netns.rate_text(rate), ', '.join(v))
                    for rate, v in by_rate.items())
 

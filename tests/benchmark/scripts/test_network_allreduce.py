@@ -97,7 +97,7 @@ def test_a_json_of_another_plan_is_refused(main_module, plan, capsys,
   argv = ['--from_json', path, '--output', output, '--subset']
   assert main_module.main(argv + ['buckets']) == 2
   err = capsys.readouterr().err
-  assert ('--from_json %s: its run measured 76 cells, not the 32 of this '
+  assert ('--from_json %s: its run measured 28 cells, not the 32 of this '
           'plan (buckets)' % path) in err
   assert command in err
   assert not os.path.exists(output)
