@@ -43,12 +43,12 @@ cut.
 
 The full plan (63 cells, 2 rounds; `--plan` estimates 41 minutes, the
 machine's load makes it 1-1.5x that: the 44 cells before issue 26's took
-25 minutes on 2026-12-01; the goal's cells come last in it, first in
-round 2) holds every cell below but the two balanced families', which run
-only as their subsets (`--subset balanced`, `--subset googlenet`,
-`--subset pinned`), each into a results file of its own: with them a run
-would be 183 cells, which `--plan` puts at 171 minutes before the
-machine's load:
+25 minutes on 2026-12-01, the 63 took 32 on the slower machine of
+2026-12-06; the goal's cells come last in it, first in round 2) holds
+every cell below but the two balanced families', which run only as their
+subsets (`--subset balanced`, `--subset googlenet`, `--subset pinned`,
+`--subset buckets`, `--subset c0`), each into a results file of its own:
+with them a run would be 159 cells, hours on this machine:
 
 - lenet (6.65 MB of float32 variables) at 200mbit, 2 workers (the goals'
   layout): every strategy and both twins with 1 PS; the four PS strategies

@@ -363,8 +363,7 @@ def quick_cells():
 def every_cell():
   """Every cell a run of the script can measure: the full plan's, then the
   balanced families', which only their subsets run (all of them in one
-  run: `--plan` estimated 171 minutes, nearly 3 hours before the machine's
-  load)."""
+  run would take hours)."""
   return full_cells() + balanced_cells()
 
 
