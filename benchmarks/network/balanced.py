@@ -193,6 +193,7 @@ def c0_lines(t, sizes):
     rows.append([strategy, ms_spread(steps), '%d ms' % planned,
                  ', '.join('%d' % r for r in balanced_rates(
                      BALANCED_BYTES, strategy, 1000 * c0))])
+  ratios = ', '.join('%gx' % r for r in BALANCED_RATIOS)
   return [
       'c0: a strategy\'s step on unshaped links, %s, 2 workers, batch %d '
       'a tower, median over the rounds (range). The plan\'s c0 '
@@ -200,10 +201,8 @@ def c0_lines(t, sizes):
       'buckets and pinned cells: at each rate the strategy\'s bound is %s '
       'of it (`balanced_rates`); the last column gives the rates of the '
       'c0 measured here.' % (
-          BALANCED_WORKLOAD, batch(BALANCED_WORKLOAD),
-          ', '.join('%gx' % r for r in BALANCED_RATIOS)), ''] + (
+          BALANCED_WORKLOAD, batch(BALANCED_WORKLOAD), ratios), ''] + (
               markdown.table(
                   ['strategy', 'c0', 'the plan\'s c0',
-                   'rates (mbit) for a bound of %s of this c0' % ', '.join(
-                       '%gx' % r for r in BALANCED_RATIOS)],
+                   'rates (mbit) for a bound of %s of this c0' % ratios],
                   rows, 'llrl'))
