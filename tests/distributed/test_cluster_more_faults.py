@@ -344,6 +344,37 @@ def test_a_controller_whose_workers_never_come_says_so_every_5_s(tasks):
           'within --startup_timeout_secs=%g' % (one, two, timeout)) in output
 
 
+def test_a_task_whose_port_was_taken_starts_again_on_another(tasks,
+                                                          monkeypatch):
+  """The port a test picked is taken before its task binds it (here by a
+  socket the test holds): the task says so, and `_run_until_exit` starts
+  it again on a port picked anew, whose run is the one returned."""
+  taken = _closed_port()
+  try:
+    ports = [taken.getsockname()[1]]
+    monkeypatch.setattr(
+        sys.modules[__name__], '_free_port',
+        lambda: ports.pop(0) if ports else in_process.free_ports(1)[0])
+    started = []
+
+    def flags(port):
+      started.append(port)
+      return clusterlib.BASE_FLAGS + [
+          '--variable_update', 'distributed_all_reduce', '--all_reduce_spec',
+          'xring', '--job_name', 'controller', '--controller_host',
+          '127.0.0.1:%d' % port, '--worker_hosts', ','.join(
+              '127.0.0.1:%d' % p for p in in_process.free_ports(2)),
+          '--startup_timeout_secs', '1']
+
+    status, output, _ = _run_until_exit(tasks, flags)
+  finally:
+    taken.close()
+  assert len(started) == 2 and started[0] != started[1], started
+  assert tasks.processes[0].returncode == 1  # It could not serve.
+  assert clusterlib.PORT_TAKEN not in output, output
+  assert status == 1 and 'did not come up within' in output, output
+
+
 def test_launcher_refuses_to_run_inside_a_task(tasks):
   process = tasks.start(README_COMMAND + ['--launch_local_cluster'],
                         env={LAUNCHER_FD_ENV: '3'})
