@@ -217,9 +217,11 @@ def test_sum_reduction_has_no_scaling(towers):
 def test_one_worker_of_one_tower_needs_no_collective():
   """A group of one: the gradient is applied as is and the post-init ops
   are empty (TensorFlow refuses a collective group of one)."""
-  port, = in_process.free_ports(1)
-  cluster = tf.train.ClusterSpec(
-      {'worker': ['%s:%d' % (in_process.LOOPBACK, port)]})
+  # The server first: start_servers picks a new port when one is taken.
+  cluster, servers = in_process.start_servers([('worker', 1)],
+                                              lambda job, k: None)
+  cluster = tf.train.ClusterSpec(cluster)
+  server, = servers['worker']
   host = _Host(cluster=cluster, task_index=0, num_workers=1,
                raw_devices=['/job:worker/replica:0/task:0/cpu:0'])
   host.devices = list(host.raw_devices)
@@ -242,8 +244,6 @@ def test_one_worker_of_one_tower_needs_no_collective():
     init = tf.global_variables_initializer()
   assert not [op for op in graph.get_operations()
               if op.type.startswith('Collective')]
-  server = tf.train.Server(cluster, job_name='worker', task_index=0,
-                           start=True)
   with tf.Session(server.target, graph=graph) as session:
     session.run(init)
     session.run(training_ops)
