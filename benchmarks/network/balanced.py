@@ -15,6 +15,8 @@ from .plan import BALANCED_RATIOS
 from .plan import BALANCED_WORKLOAD
 from .plan import FAMILIES
 from .plan import GOOGLENET
+from .plan import GOOGLENET_BYTES
+from .plan import GOOGLENET_C0_MS
 from .plan import ONE_THREAD
 from .plan import Cell
 from .plan import TWO_TOWERS
@@ -178,31 +180,43 @@ def googlenet_lines(t, sizes):
   return balanced_lines(t, sizes, GOOGLENET)
 
 
-def c0_lines(t, sizes):
-  """The section of the balanced family's unshaped cells (`--subset c0`):
-  each strategy's c0, the plan's table beside it, and the rates the
-  measured c0 gives."""
+# A family's table of c0 (the plan's), by its name in `network/plan.py`,
+# and its variables' bytes.
+C0_TABLES = {
+    BALANCED_WORKLOAD: ('BALANCED_C0_MS', BALANCED_C0_MS, BALANCED_BYTES),
+    GOOGLENET: ('GOOGLENET_C0_MS', GOOGLENET_C0_MS, GOOGLENET_BYTES)}
+
+
+def c0_lines(t, sizes, workload=BALANCED_WORKLOAD):
+  """The section of a balanced family's unshaped cells (`--subset c0`,
+  `--subset googlenet_c0`): each strategy's c0, the plan's table beside it,
+  and the rates the measured c0 gives."""
   del sizes
+  name, table, nbytes = C0_TABLES[workload]
   rows = []
-  for strategy, planned in BALANCED_C0_MS.items():
-    cell = Cell(None, BALANCED_WORKLOAD, 2, num_ps_of(strategy, 1), strategy)
+  for strategy, planned in table.items():
+    cell = Cell(None, workload, 2, num_ps_of(strategy, 1), strategy)
     steps = list(t.steps(cell).values())
     if not steps:
       continue
     c0 = median_of(steps)
     rows.append([strategy, ms_spread(steps), '%d ms' % planned,
                  ', '.join('%d' % r for r in balanced_rates(
-                     BALANCED_BYTES, strategy, 1000 * c0))])
+                     nbytes, strategy, 1000 * c0))])
   ratios = ', '.join('%gx' % r for r in BALANCED_RATIOS)
   return [
       'c0: a strategy\'s step on unshaped links, %s, 2 workers, batch %d '
       'a tower, median over the rounds (range). The plan\'s c0 '
-      '(`network/plan.py`, BALANCED_C0_MS) sets the rates of the balanced, '
-      'buckets and pinned cells: at each rate the strategy\'s bound is %s '
-      'of it (`balanced_rates`); the last column gives the rates of the '
-      'c0 measured here.' % (
-          BALANCED_WORKLOAD, batch(BALANCED_WORKLOAD), ratios), ''] + (
+      '(`network/plan.py`, %s) sets the rates of the family\'s cells: at '
+      'each rate the strategy\'s bound is %s of it (`balanced_rates`); the '
+      'last column gives the rates of the c0 measured here.' % (
+          workload, batch(workload), name, ratios), ''] + (
               markdown.table(
                   ['strategy', 'c0', 'the plan\'s c0',
                    'rates (mbit) for a bound of %s of this c0' % ratios],
                   rows, 'llrl'))
+
+
+def googlenet_c0_lines(t, sizes):
+  """The section of `--subset googlenet_c0`."""
+  return c0_lines(t, sizes, GOOGLENET)

@@ -415,6 +415,10 @@ SUBSETS = collections.OrderedDict([
         lambda cell: cell.rate is None and
         cell.workload == BALANCED_WORKLOAD and cell.strategy in
         BALANCED_C0_MS)),
+    ('googlenet_c0', (
+        'the googlenet family\'s strategies on unshaped links: the c0 its '
+        'rates are set from (GOOGLENET_C0_MS)',
+        lambda cell: cell.rate is None and cell.workload == GOOGLENET)),
     ('buckets', (
         'the balanced cells of the strategies with buckets, each bucket '
         'size, at the rate where the bound is about c0 and unshaped',
@@ -456,23 +460,30 @@ def round_order(cells, r, rounds):
 
 # Steps of about 40 ms: a hiccup of the shared machine would weigh on few.
 UNSHAPED_STEPS, UNSHAPED_WARMUP = 20, 3
+# googlenet's unshaped steps take seconds: as many as its shaped cells'
+# warm-up and timed steps, with a warm-up step more (the traced one).
+UNSHAPED_WORKLOAD_STEPS = {GOOGLENET: (6, 2)}
 
 
 def cell_steps(plan, cell):
   """Timed steps of `cell`: asynchronous cells get `async_steps` (their
   workers drift in and out of phase: more steps average over it), unshaped
-  ones UNSHAPED_STEPS."""
+  ones UNSHAPED_STEPS (googlenet's UNSHAPED_WORKLOAD_STEPS)."""
   if cell.rate is None:
-    return UNSHAPED_STEPS
+    return UNSHAPED_WORKLOAD_STEPS.get(cell.workload,
+                                       (UNSHAPED_STEPS,))[0]
   if kind(cell.strategy) == 'async_ps':
     return plan.get('async_steps', plan['steps'])[cell.workload]
   return plan['steps'][cell.workload]
 
 
 def cell_warmup(plan, cell):
-  """Warm-up steps of `cell` (unshaped cells: UNSHAPED_WARMUP)."""
-  return UNSHAPED_WARMUP if cell.rate is None else plan['warmup'][
-      cell.workload]
+  """Warm-up steps of `cell` (unshaped cells: UNSHAPED_WARMUP,
+  googlenet's UNSHAPED_WORKLOAD_STEPS)."""
+  if cell.rate is None:
+    return UNSHAPED_WORKLOAD_STEPS.get(
+        cell.workload, (None, UNSHAPED_WARMUP))[1]
+  return plan['warmup'][cell.workload]
 
 
 def task_count(cell):

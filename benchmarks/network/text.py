@@ -9,6 +9,7 @@ from variable_mgr.benchmark.reports import markdown
 from .allreduce import allreduce_lines
 from .balanced import balanced_lines
 from .balanced import c0_lines
+from .balanced import googlenet_c0_lines
 from .balanced import googlenet_lines
 from .balanced import pinned_lines
 from .goals import BOUND_NAMES
@@ -22,6 +23,7 @@ from .plan import TWINS
 from .plan import batch
 from .plan import UNSHAPED_STEPS
 from .plan import UNSHAPED_WARMUP
+from .plan import UNSHAPED_WORKLOAD_STEPS
 from .plan import has_controller
 from .plan import kind
 from .plan import pinned
@@ -156,7 +158,10 @@ def method_lines(results, plan):
                   w, n, plan.get('async_steps', plan['steps'])[w],
                   plan['warmup'][w])
               for w, n in sorted(plan['steps'].items())) +
-          '; unshaped %d after %d' % (UNSHAPED_STEPS, UNSHAPED_WARMUP)),
+          '; unshaped %d after %d (%s)' % (
+              UNSHAPED_STEPS, UNSHAPED_WARMUP, ', '.join(
+                  '%s %d after %d' % (w, n, k) for w, (n, k) in
+                  sorted(UNSHAPED_WORKLOAD_STEPS.items())))),
       '- variables: %s' % ', '.join(
           '%s %.2f MB' % (w, b / 1e6) for w, b in
           sorted(results['bytes'].items())),
@@ -205,6 +210,10 @@ SUBSET_SECTIONS = {
     'c0': ('The balanced family on unshaped links (issue 32): the c0 its '
            'rates are set from',
            'resnet20, 2 workers, every strategy\'s c0', c0_lines),
+    'googlenet_c0': ('The googlenet family on unshaped links (issue 32): '
+                     'the c0 its rates are set from',
+                     'googlenet, 2 workers, every strategy\'s c0',
+                     googlenet_c0_lines),
     'buckets': ('Bucket sizes (issue 32): steps against max(c0, bound)',
                 'resnet20, 2 workers, each bucket size beside its '
                 'strategy\'s default, where the bound is about c0',

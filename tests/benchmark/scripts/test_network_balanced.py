@@ -464,3 +464,36 @@ def test_the_c0_section_gives_the_rates_of_the_measured_c0(plan):
       '| collective_all_reduce | 160 ms (150-170) | %d ms | %s |' % (
           plan.BALANCED_C0_MS['collective_all_reduce'],
           ', '.join(str(mbit(1, 0.160, r)) for r in (2.0, 1.0, 0.5))))
+
+
+def test_the_googlenet_c0_subset_and_section(plan):
+  """`--subset googlenet_c0`: googlenet's five strategies unshaped, 6 timed
+  steps after 2 (its steps take seconds); the section puts each measured
+  c0 beside GOOGLENET_C0_MS and gives the rates at which the bound over
+  googlenet's bytes is 2x, 1x and 0.5x of it."""
+  text = importlib.import_module('benchmarks.network.text')
+  subset = plan.subset_plan(plan.FULL, 'googlenet_c0')
+  cells = subset['cells']()
+  assert [c.strategy for c in cells] == list(plan.GOOGLENET_C0_MS)
+  for cell in cells:
+    assert cell.rate is None and cell.workload == 'googlenet'
+    assert (plan.cell_steps(subset, cell), plan.cell_warmup(subset, cell)) == (
+        6, 2)
+  # resnet20's unshaped cells keep their 20 steps after 3.
+  resnet = plan.subset_plan(plan.FULL, 'c0')['cells']()[0]
+  assert (plan.cell_steps(subset, resnet), plan.cell_warmup(subset, resnet)
+          ) == (20, 3)
+  staged = cells[1]
+  assert staged.strategy == 'staged parameter_server'
+  results = {'plan': [plan.key(c) for c in cells],
+             'runs': [_run(staged, 0, 5.0), _run(staged, 1, 6.0)],
+             'sizes': {'googlenet': MODEL}, 'bytes': {'googlenet': 28e6},
+             'rounds': 2, 'goodput': {}, 'cut': []}
+  lines = text.subset_lines(results, subset, 'abc', 'cmd', 60.0)
+  assert any('GOOGLENET_C0_MS' in l for l in lines), lines
+  rows = [l for l in lines if l.startswith('| staged parameter_server |')]
+  mbit = [int(round(8.0 * 27998308 * 2 / (r * 5.5 * 0.96) / 1e6))
+          for r in (2.0, 1.0, 0.5)]
+  assert rows == ['| staged parameter_server | 5500 ms (5000-6000) | %d ms '
+                  '| %s |' % (plan.GOOGLENET_C0_MS['staged parameter_server'],
+                              ', '.join(str(m) for m in mbit))]
