@@ -57,8 +57,8 @@ setuptools.setup(
                 'tensorflow; python_version >= "3.8"', KERAS_2] + TF1_PINS,
         'layers': [KERAS_2],
         'data': ['scikit-learn'],
-        'tests': ['pytest', 'pytest-timeout', 'hypothesis', 'numpy',
-                  'scikit-learn'],
+        'tests': ['pytest', 'pytest-timeout', 'pytest-xdist', 'hypothesis',
+                  'numpy', 'scikit-learn'],
         'plot': ['matplotlib'],
     },
     entry_points={
