@@ -36,7 +36,6 @@ from .plan import STRATEGIES
 from .plan import describe
 from .plan import full_cells
 from .plan import quick_cells
-from .plan import round_order
 from .plan import subset_plan
 from .runs import measure_all
 from .table import Table
@@ -45,6 +44,7 @@ from .table import phase_distance
 from .table import x_spread
 from .table import x_verdict
 from .text import section_lines
+from .timing import round_order
 from .transfer import bound_with_c0
 from .transfer import bounds
 from .transfer import busiest_ps_bytes

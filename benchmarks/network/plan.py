@@ -1,10 +1,9 @@
 """The network benchmark's plan: its strategies and the kind of bound
-each meets, a cell, the full and quick plans, the order of a
-round and the steps of a cell (the script's docstring says why)."""
+each meets, a cell, the full and quick plans and their subsets (the
+script's docstring says why); the order of a round and the steps of a
+cell are `timing`'s."""
 
 import collections
-
-from variable_mgr.benchmark.reports import measure
 
 
 BATCH = 8
@@ -446,44 +445,6 @@ def subset_plan(plan, name):
   keep = SUBSETS[name][1]
   return dict(plan, name='%s, subset %s' % (plan['name'], name),
               subset=name, cells=lambda: [c for c in every() if keep(c)])
-
-
-def round_order(cells, r, rounds):
-  """The order of round `r` (0-based) of `rounds`: odd rounds reversed,
-  every pair of rounds rotated by len / (number of pairs) more."""
-  order = list(cells)
-  if r % 2:
-    order.reverse()
-  shift = (r // 2) * len(order) // max(1, (rounds + 1) // 2)
-  return measure.rotated(order, shift) if order else order
-
-
-# Steps of about 40 ms: a hiccup of the shared machine would weigh on few.
-UNSHAPED_STEPS, UNSHAPED_WARMUP = 20, 3
-# googlenet's unshaped steps take seconds: as many as its shaped cells'
-# warm-up and timed steps, with a warm-up step more (the traced one).
-UNSHAPED_WORKLOAD_STEPS = {GOOGLENET: (6, 2)}
-
-
-def cell_steps(plan, cell):
-  """Timed steps of `cell`: asynchronous cells get `async_steps` (their
-  workers drift in and out of phase: more steps average over it), unshaped
-  ones UNSHAPED_STEPS (googlenet's UNSHAPED_WORKLOAD_STEPS)."""
-  if cell.rate is None:
-    return UNSHAPED_WORKLOAD_STEPS.get(cell.workload,
-                                       (UNSHAPED_STEPS,))[0]
-  if kind(cell.strategy) == 'async_ps':
-    return plan.get('async_steps', plan['steps'])[cell.workload]
-  return plan['steps'][cell.workload]
-
-
-def cell_warmup(plan, cell):
-  """Warm-up steps of `cell` (unshaped cells: UNSHAPED_WARMUP,
-  googlenet's UNSHAPED_WORKLOAD_STEPS)."""
-  if cell.rate is None:
-    return UNSHAPED_WORKLOAD_STEPS.get(
-        cell.workload, (None, UNSHAPED_WARMUP))[1]
-  return plan['warmup'][cell.workload]
 
 
 def task_count(cell):

@@ -21,9 +21,6 @@ from .plan import GOOGLENET
 from .plan import Cell
 from .plan import TWINS
 from .plan import batch
-from .plan import UNSHAPED_STEPS
-from .plan import UNSHAPED_WARMUP
-from .plan import UNSHAPED_WORKLOAD_STEPS
 from .plan import has_controller
 from .plan import kind
 from .plan import pinned
@@ -32,6 +29,9 @@ from .table import link_mb
 from .table import ms
 from .table import ms_spread
 from .table import x_spread
+from .timing import UNSHAPED_STEPS
+from .timing import UNSHAPED_WARMUP
+from .timing import UNSHAPED_WORKLOAD_STEPS
 
 
 def display_order(keys):

@@ -5,11 +5,11 @@ estimated wall time."""
 
 from .plan import PARTITIONED
 from .plan import PARTITION_MIN_BYTES
-from .plan import cell_steps
-from .plan import cell_warmup
 from .plan import kind
 from .plan import task_count
 from .plan import towers
+from .timing import cell_steps
+from .timing import cell_warmup
 
 
 def variable_bytes(shapes):

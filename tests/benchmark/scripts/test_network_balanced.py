@@ -24,6 +24,11 @@ def plan():
   return importlib.import_module('benchmarks.network.plan')
 
 
+@pytest.fixture(scope='module')
+def timing():
+  return importlib.import_module('benchmarks.network.timing')
+
+
 def test_the_balanced_families_run_as_subsets_alone(plan):
   """The full plan holds no cell of a balanced family (each family runs as
   its own subset, into its own results file); every cell of the script is
@@ -180,7 +185,7 @@ def test_the_buckets_subset(plan):
   assert set(cells) == want
 
 
-def test_resnet20_cells_run_cifar10_at_16_a_tower(plan):
+def test_resnet20_cells_run_cifar10_at_16_a_tower(plan, timing):
   runs = importlib.import_module('benchmarks.network.runs')
   cell = plan.Cell(50 * 10**6, 'resnet20', 2, 1,
                    'collective_all_reduce' + plan.TWO_TOWERS)
@@ -193,11 +198,11 @@ def test_resnet20_cells_run_cifar10_at_16_a_tower(plan):
   _, flags = runs.cell_flags(cell._replace(workload='lenet'), 5, 1, 60.0)
   assert flags[flags.index('--data_name') + 1] == 'small'
   assert flags[flags.index('--batch_size') + 1] == '8'
-  assert plan.cell_steps(plan.FULL, cell) == 5
-  assert plan.cell_warmup(plan.FULL, cell) == 2
+  assert timing.cell_steps(plan.FULL, cell) == 5
+  assert timing.cell_warmup(plan.FULL, cell) == 2
 
 
-def test_the_googlenet_family(plan):
+def test_the_googlenet_family(plan, timing):
   """googlenet on imagenet's synthetic images, 32 a worker, one tower:
   each synchronous strategy at its three rates and unshaped; the rates put
   the bound over its 28 MB (1001 classes) at 2x, 1x and 0.5x of c0."""
@@ -224,8 +229,8 @@ def test_the_googlenet_family(plan):
   assert flags[flags.index('--data_name') + 1] == 'imagenet'
   assert flags[flags.index('--batch_size') + 1] == '32'
   assert flags[flags.index('--model') + 1] == 'googlenet'
-  assert plan.cell_steps(plan.FULL, cells[0]) == 4
-  assert plan.cell_warmup(plan.FULL, cells[0]) == 2
+  assert timing.cell_steps(plan.FULL, cells[0]) == 4
+  assert timing.cell_warmup(plan.FULL, cells[0]) == 2
 
 
 def _run(cell, r, step, goodput=48e6, sent=None, steps=5):
@@ -466,7 +471,7 @@ def test_the_c0_section_gives_the_rates_of_the_measured_c0(plan):
           ', '.join(str(mbit(1, 0.160, r)) for r in (2.0, 1.0, 0.5))))
 
 
-def test_the_googlenet_c0_subset_and_section(plan):
+def test_the_googlenet_c0_subset_and_section(plan, timing):
   """`--subset googlenet_c0`: googlenet's five strategies unshaped, 6 timed
   steps after 2 (its steps take seconds); the section puts each measured
   c0 beside GOOGLENET_C0_MS and gives the rates at which the bound over
@@ -477,12 +482,12 @@ def test_the_googlenet_c0_subset_and_section(plan):
   assert [c.strategy for c in cells] == list(plan.GOOGLENET_C0_MS)
   for cell in cells:
     assert cell.rate is None and cell.workload == 'googlenet'
-    assert (plan.cell_steps(subset, cell), plan.cell_warmup(subset, cell)) == (
-        6, 2)
+    assert (timing.cell_steps(subset, cell),
+            timing.cell_warmup(subset, cell)) == (6, 2)
   # resnet20's unshaped cells keep their 20 steps after 3.
   resnet = plan.subset_plan(plan.FULL, 'c0')['cells']()[0]
-  assert (plan.cell_steps(subset, resnet), plan.cell_warmup(subset, resnet)
-          ) == (20, 3)
+  assert (timing.cell_steps(subset, resnet),
+          timing.cell_warmup(subset, resnet)) == (20, 3)
   staged = cells[1]
   assert staged.strategy == 'staged parameter_server'
   results = {'plan': [plan.key(c) for c in cells],
