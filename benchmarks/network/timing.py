@@ -20,27 +20,30 @@ def round_order(cells, r, rounds):
 
 # Steps of about 40 ms: a hiccup of the shared machine would weigh on few.
 UNSHAPED_STEPS, UNSHAPED_WARMUP = 20, 3
-# googlenet's unshaped steps take seconds: as many as its shaped cells'
-# warm-up and timed steps, with a warm-up step more (the traced one).
+# googlenet's steps take seconds: its unshaped cells time 6 (its shaped
+# cells 4) after the same 2 warm-up steps.
 UNSHAPED_WORKLOAD_STEPS = {GOOGLENET: (6, 2)}
+
+
+def unshaped_steps(workload):
+  """(timed, warm-up) steps of `workload`'s unshaped cells."""
+  return UNSHAPED_WORKLOAD_STEPS.get(workload,
+                                     (UNSHAPED_STEPS, UNSHAPED_WARMUP))
 
 
 def cell_steps(plan, cell):
   """Timed steps of `cell`: asynchronous cells get `async_steps` (their
   workers drift in and out of phase: more steps average over it), unshaped
-  ones UNSHAPED_STEPS (googlenet's UNSHAPED_WORKLOAD_STEPS)."""
+  ones `unshaped_steps`."""
   if cell.rate is None:
-    return UNSHAPED_WORKLOAD_STEPS.get(cell.workload,
-                                       (UNSHAPED_STEPS,))[0]
+    return unshaped_steps(cell.workload)[0]
   if kind(cell.strategy) == 'async_ps':
     return plan.get('async_steps', plan['steps'])[cell.workload]
   return plan['steps'][cell.workload]
 
 
 def cell_warmup(plan, cell):
-  """Warm-up steps of `cell` (unshaped cells: UNSHAPED_WARMUP,
-  googlenet's UNSHAPED_WORKLOAD_STEPS)."""
+  """Warm-up steps of `cell` (unshaped cells: `unshaped_steps`)."""
   if cell.rate is None:
-    return UNSHAPED_WORKLOAD_STEPS.get(
-        cell.workload, (None, UNSHAPED_WARMUP))[1]
+    return unshaped_steps(cell.workload)[1]
   return plan['warmup'][cell.workload]
