@@ -218,10 +218,10 @@ def test_the_googlenet_family(plan, timing):
   times = {'ring': 1, 'staged_ps': 2, 'sync_ps': 4}
   for strategy, rates in family.rates.items():
     c0 = family.c0_ms[strategy] / 1000.0
-    seconds = [8.0 * plan.GOOGLENET_BYTES * times[plan.kind(strategy)] /
-               (0.96 * r * 10**6) for r in rates]
-    for got, want in zip(seconds, (2 * c0, c0, 0.5 * c0)):
-      assert abs(got / want - 1) < 0.01, (strategy, got, want)
+    # The rate (mbit) whose bound is the ratio of c0, to a whole mbit.
+    exact = [8.0 * plan.GOOGLENET_BYTES * times[plan.kind(strategy)] /
+             (0.96 * ratio * c0) / 1e6 for ratio in (2.0, 1.0, 0.5)]
+    assert list(rates) == [int(round(e)) for e in exact], (strategy, exact)
     for rate in [r * 10**6 for r in rates] + [None]:
       assert plan.Cell(rate, 'googlenet', 2, plan.num_ps_of(strategy, 1),
                        strategy) in cells
