@@ -23,7 +23,7 @@ WorkerGraph = collections.namedtuple('WorkerGraph', [
     'local_init_op', 'post_init_op', 'staging_put_op', 'start_op',
     'saver', 'saved_op', 'ready_enqueue', 'ready_dequeue', 'started_op',
     'done_op', 'done_sizes', 'restorer', 'snapshot_step', 'save_request',
-    'save_step', 'top_1', 'top_5', 'started_sizes'])
+    'save_step', 'top_1', 'top_5', 'started_sizes', 'run_start'])
 WorkerGraph.__doc__ = (
     'A worker\'s graph. Besides the names of `build_worker_graph`: '
     '`saver` (the chief with --train_dir) saves `global_step` from the '
@@ -33,7 +33,10 @@ WorkerGraph.__doc__ = (
     'save decisions (`--save_model_secs` with synchronous barriers), else '
     'None; `top_1` and `top_5` the accuracy of the worker\'s batch '
     '(`--print_training_accuracy`), else None; `started_sizes` the sizes '
-    'of the `started` queues on PS 0 (which workers came up).')
+    'of the `started` queues on PS 0 (which workers came up); '
+    '`run_start` the placeholder of the global step a synchronous run '
+    'starts at, which its rate schedule and adam read (fed by the runner), '
+    'else None.')
 
 
 def worker_queues(ps_index, num_workers, kind):
@@ -90,10 +93,24 @@ def build_worker_graph(config, host, spec, sync):
       # and every update for it: no second barrier then.
       gradients_ready = host.add_sync_queues_and_barrier(
           'gradients_ready_', [tf.group(*state.variable_reads), average_loss])
+    step = global_step
+    run_start = None
+    if sync and optimizers.reads_step(config):
+      # A synchronous step's rate schedule and adam read the step from a
+      # placeholder the runner feeds (the global step its run starts at),
+      # not from the variable on PS 0: under collective_all_reduce and
+      # parameter_server nothing orders another worker's read there before
+      # the chief's increment of the same step (which waits for the
+      # workers' gradients or variable reads, not for their rates), and a
+      # late read would give that worker the next step's rate. Fed, every
+      # worker's number is exact, whatever the strategy.
+      with tf.device(host.cpu_device):
+        step = run_start = tf.placeholder(
+            global_step.dtype.base_dtype, [], name='run_start')
     # Several workers update the variables on the PS tasks: under their
     # locks (see parameter_server.check_locking).
     optimizer = optimizers.make_optimizer(
-        config, global_step, config.batch_size * host.num_gpus * num_workers,
+        config, step, config.batch_size * host.num_gpus * num_workers,
         use_locking=num_workers > 1)
     training_ops = []
     for i, device in enumerate(apply_devices):
@@ -215,7 +232,8 @@ def build_worker_graph(config, host, spec, sync):
                      ready_enqueue,
                      ready_dequeue, signals['started'], signals['done'],
                      done_sizes, restorer, snapshot_step, save_request,
-                     save_step, towers.top_1, towers.top_5, started_sizes)
+                     save_step, towers.top_1, towers.top_5, started_sizes,
+                     run_start)
 
 
 def _on_task(var, job, task):

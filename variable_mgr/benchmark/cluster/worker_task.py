@@ -217,13 +217,18 @@ def run_worker(spec, config, options, log=print):
       if g.save_step is not None:
         # The chief's decision for this step, as every worker reads it.
         step_fetches = dict(fetches, save_step=g.save_step)
-      feed = None
+      feed = {}
       if g.save_request is not None:
-        feed = {g.save_request: schedule.request(run_step)}
+        feed[g.save_request] = schedule.request(run_step)
+      if g.run_start is not None:
+        # A synchronous run starts where the previous ones left the global
+        # step: one increment each (the chief's, after every worker's part
+        # of that step, so after this worker read the first value).
+        feed[g.run_start] = first_global_step + run_step - 1
       run_metadata = tf.RunMetadata() if step == trace_step else None
       step_start = time.time()
-      out = call(step_fetches, 'running step %d' % run_step, feed=feed,
-                 run_metadata=run_metadata)
+      out = call(step_fetches, 'running step %d' % run_step,
+                 feed=feed or None, run_metadata=run_metadata)
       elapsed = time.time() - step_start
       if run_metadata is not None:
         trace.write(trace_path, run_metadata)

@@ -115,6 +115,14 @@ def _needs_batch(config):
               config.num_learning_rate_warmup_epochs > 0)
 
 
+def reads_step(config):
+  """True when a step's update reads the global step: a rate schedule
+  (with a global batch, as a cluster worker builds it) or adam's bias
+  correction (StepAdamOptimizer)."""
+  return (_needs_batch(config) or uses_model_schedule(config) or
+          config.optimizer == 'adam')
+
+
 def learning_rate(config, global_step, global_batch):
   """The learning rate of `config` at `global_step`: a Python float when it
   is constant, else a float32 tensor (see the module's docstring).
