@@ -125,7 +125,7 @@ def _adam_reference(start, step, steps, config):
 
 
 def _train(launch, train_dir, num_batches, warmup):
-  flags = [f for f in clusterlib.BASE_FLAGS]
+  flags = list(clusterlib.BASE_FLAGS)
   flags[flags.index('--num_warmup_batches') + 1] = str(warmup)
   cluster = launch(flags + [
       '--variable_update', 'collective_all_reduce', '--optimizer', 'adam',
