@@ -115,12 +115,16 @@ def _needs_batch(config):
               config.num_learning_rate_warmup_epochs > 0)
 
 
+def _scheduled(config):
+  """True when the rate, with a global batch, is a schedule of the step."""
+  return _needs_batch(config) or uses_model_schedule(config)
+
+
 def reads_step(config):
   """True when a step's update reads the global step: a rate schedule
   (with a global batch, as a cluster worker builds it) or adam's bias
   correction (StepAdamOptimizer)."""
-  return (_needs_batch(config) or uses_model_schedule(config) or
-          config.optimizer == 'adam')
+  return _scheduled(config) or config.optimizer == 'adam'
 
 
 def learning_rate(config, global_step, global_batch):
@@ -147,7 +151,7 @@ def learning_rate(config, global_step, global_batch):
       return (lr_schedule.CIFAR_RESNET_RATES[0] if _cifar_schedule(config)
               else _base_rate(config, None))
     return config.learning_rate
-  if not (_needs_batch(config) or uses_model_schedule(config)):
+  if not _scheduled(config):
     return config.learning_rate
   if global_step is None:
     raise LearningRateError(
